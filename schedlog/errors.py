@@ -1,0 +1,50 @@
+"""One error tree for schedlog.
+
+Every error carries a stable ``code`` (the contract, SPEC §14) and a human ``message`` that
+names the offending field. Callers branch on ``code``; messages are recommendations.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CorruptScheduleError",
+    "ScheduleError",
+    "ScheduleInputError",
+    "StoreOpenError",
+]
+
+
+class ScheduleError(Exception):
+    """Base class: a stable ``code`` plus a message naming the field and value."""
+
+    code: str
+    message: str
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def to_value(self) -> dict[str, str]:
+        """The ``{"code","message"}`` error value of SPEC §14."""
+        return {"code": self.code, "message": self.message}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code!r}, {self.message!r})"
+
+
+class ScheduleInputError(ScheduleError, ValueError):
+    """Bad input to a tool or rule: ``invalid_rule``, ``invalid_time_zone``, ``not_future``…"""
+
+
+class CorruptScheduleError(ScheduleError, ValueError):
+    """A stored record, change, fold or session log is invalid (``corrupt_schedule_log``)."""
+
+    def __init__(self, message: str, *, line: int | None = None, offset: int | None = None) -> None:
+        super().__init__("corrupt_schedule_log", message)
+        self.line = line
+        self.offset = offset
+
+
+class StoreOpenError(ScheduleError, OSError):
+    """A host store failed validation when opened (SPEC §11.3); the service is refused."""

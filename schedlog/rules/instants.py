@@ -1,0 +1,107 @@
+"""Instants (epoch milliseconds) and the proleptic Gregorian calendar (SPEC §1.4, §3).
+
+``datetime`` cannot hold years 0 and 10000, which local dates of representable instants can
+reach, so civil-day arithmetic is done here on plain integers with 400-year eras.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = [
+    "DAY_MS",
+    "MAX_MS",
+    "MIN_MS",
+    "civil_from_days",
+    "days_from_civil",
+    "days_in_month",
+    "format_instant",
+    "is_leap",
+    "is_representable",
+    "iso_weekday",
+    "parse_canonical_instant",
+]
+
+DAY_MS: Final = 86_400_000
+MIN_MS: Final = -62_135_596_800_000  # 0001-01-01T00:00:00.000Z
+MAX_MS: Final = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+
+_MONTH_DAYS: Final = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def is_leap(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
+def days_in_month(year: int, month: int) -> int:
+    if month == 2 and is_leap(year):
+        return 29
+    return _MONTH_DAYS[month - 1]
+
+
+def days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (any year, including 0 and 10000)."""
+    y = year - 1 if month <= 2 else year
+    era = y // 400
+    yoe = y - era * 400
+    mp = month + 9 if month <= 2 else month - 3
+    doy = (153 * mp + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146_097 + doe - 719_468
+
+
+def civil_from_days(days: int) -> tuple[int, int, int]:
+    """The (year, month, day) of a day number; the inverse of :func:`days_from_civil`."""
+    z = days + 719_468
+    era = z // 146_097
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (1 if month <= 2 else 0)
+    return year, month, day
+
+
+def iso_weekday(days: int) -> int:
+    """ISO weekday (Monday = 1 … Sunday = 7) of a day number; 1970-01-01 is a Thursday."""
+    return (days + 3) % 7 + 1
+
+
+def is_representable(ms: object) -> bool:
+    """An integer instant within [MIN, MAX] (SPEC §1.4)."""
+    return type(ms) is int and MIN_MS <= ms <= MAX_MS
+
+
+def format_instant(ms: int) -> str:
+    """The canonical ``YYYY-MM-DDTHH:MM:SS.mmmZ`` form (SPEC §3.1); ``ms`` must be representable."""
+    if not MIN_MS <= ms <= MAX_MS:
+        raise ValueError(f"instant {ms} is outside 0001-01-01..9999-12-31")
+    days, rem = divmod(ms, DAY_MS)
+    y, mo, d = civil_from_days(days)
+    secs, milli = divmod(rem, 1000)
+    h, rest = divmod(secs, 3600)
+    mi, s = divmod(rest, 60)
+    return f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.{milli:03d}Z"
+
+
+_CANONICAL: Final = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{3})Z", re.ASCII
+)
+
+
+def parse_canonical_instant(text: object) -> int | None:
+    """Epoch ms of a stored canonical instant, or ``None`` if it is not exactly canonical and real."""
+    if type(text) is not str:
+        return None
+    m = _CANONICAL.fullmatch(text)
+    if m is None:
+        return None
+    y, mo, d, h, mi, s, milli = (int(g) for g in m.groups())
+    if y < 1 or not 1 <= mo <= 12 or not 1 <= d <= days_in_month(y, mo):
+        return None
+    if h > 23 or mi > 59 or s > 59:
+        return None
+    return days_from_civil(y, mo, d) * DAY_MS + ((h * 60 + mi) * 60 + s) * 1000 + milli

@@ -1,0 +1,160 @@
+"""IANA zones from the pinned ``tzdata`` package only (SPEC §4).
+
+The operating system's zoneinfo is never consulted: names come from ``tzdata/zoneinfo/tzdata.zi``
+and ``zone.tab``, offsets from the TZif files inside the package.
+
+Policy, applied by :meth:`Zone.resolve_local`: a local time that does not exist (a DST gap) has
+no instant; a repeated local time (an overlap) resolves to the **earlier** instant.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from importlib import resources
+from typing import Final
+from zoneinfo import ZoneInfo
+
+from schedlog.errors import ScheduleInputError
+from schedlog.rules.instants import DAY_MS, MAX_MS, MIN_MS
+
+__all__ = [
+    "Zone",
+    "canonical_zone_name",
+    "check_time_zone",
+    "get_zone",
+    "zone_names",
+]
+
+_SHAPE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_+.\-]*(?:/[A-Za-z0-9_+.\-]+)+", re.ASCII)
+MSG_NOT_STRING: Final = "time_zone must be a string."
+MSG_INVALID: Final = "time_zone must be UTC or a valid IANA Area/Location name."
+
+
+def _data_text(name: str) -> str:
+    return resources.files("tzdata").joinpath("zoneinfo", name).read_text("utf-8")
+
+
+class _Names:
+    """The zone and link tables of the bundled data, built once."""
+
+    def __init__(self) -> None:
+        self.zones: set[str] = set()
+        self.links: dict[str, str] = {}
+        for line in _data_text("tzdata.zi").splitlines():
+            if line.startswith("Z "):
+                self.zones.add(line.split()[1])
+            elif line.startswith("L "):
+                _, target, link = line.split()[:3]
+                self.links[link] = target
+        self.country: set[str] = set()
+        for line in _data_text("zone.tab").splitlines():
+            if line and not line.startswith("#"):
+                self.country.add(line.split("\t")[2])
+        self.by_folded: dict[str, str] = {n.casefold(): n for n in (*self.zones, *self.links)}
+
+    def data_zone(self, name: str) -> str:
+        """Follow links to the zone whose rules the name uses."""
+        seen = 0
+        while name in self.links and seen < 16:
+            name = self.links[name]
+            seen += 1
+        return name
+
+    def canonical(self, name: str) -> str:
+        """The name a user of the region recognizes (SPEC §4.2)."""
+        if self.data_zone(name) == "Etc/UTC":
+            return "UTC"
+        seen = 0
+        while name not in self.zones and name not in self.country and seen < 16:
+            name = self.links[name]
+            seen += 1
+        return name
+
+
+@cache
+def _names() -> _Names:
+    return _Names()
+
+
+def zone_names() -> list[str]:
+    """Every zone and link name in the bundled data, sorted."""
+    names = _names()
+    return sorted((*names.zones, *names.links))
+
+
+class Zone:
+    """UTC offsets of one zone of the bundled data, by UTC instant in epoch ms."""
+
+    __slots__ = ("_info", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        data = resources.files("tzdata").joinpath("zoneinfo", *name.split("/")).read_bytes()
+        from io import BytesIO
+
+        self._info = ZoneInfo.from_file(BytesIO(data), key=name)
+
+    def offset(self, u: int) -> int:
+        """Offset in ms in effect at instant ``u``; outside [MIN, MAX] the nearer bound's."""
+        # datetime cannot step outside years 1..9999; no zone changes offset in the first or
+        # last two days of that range, so clamping there gives the bound's offset.
+        u = min(max(u, MIN_MS + 2 * DAY_MS), MAX_MS - 2 * DAY_MS)
+        dt = _EPOCH + timedelta(milliseconds=u)
+        off = self._info.utcoffset(dt.astimezone(self._info))
+        assert off is not None
+        return off // timedelta(milliseconds=1)
+
+    def resolve_local(self, local_ms: int) -> int | None:
+        """The earliest instant whose local wall-clock value is ``local_ms``, or None in a gap."""
+        offsets = {self.offset(local_ms + k * DAY_MS // 2) for k in range(-4, 5)}
+        best: int | None = None
+        for o in offsets:
+            u = local_ms - o
+            if self.offset(u) == o and (best is None or u < best):
+                best = u
+        return best
+
+    def __repr__(self) -> str:
+        return f"Zone({self.name!r})"
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@cache
+def _zone(data_name: str) -> Zone:
+    return Zone(data_name)
+
+
+def get_zone(name: str) -> Zone | None:
+    """The zone a name (any case, zone or link) resolves to, or None."""
+    names = _names()
+    real = names.by_folded.get(name.casefold())
+    if real is None:
+        return None
+    return _zone(names.data_zone(real))
+
+
+def canonical_zone_name(name: str) -> str | None:
+    """The canonical spelling of a zone name (SPEC §4.2), or None when it does not resolve."""
+    names = _names()
+    real = names.by_folded.get(name.casefold())
+    return None if real is None else names.canonical(real)
+
+
+def check_time_zone(value: object) -> tuple[Zone, str]:
+    """Validate a ``time_zone`` input (SPEC §4.1): the zone and its canonical name.
+
+    Raises :class:`ScheduleInputError` with code ``invalid_time_zone``.
+    """
+    if type(value) is not str:
+        raise ScheduleInputError("invalid_time_zone", MSG_NOT_STRING)
+    if value != "UTC" and _SHAPE.fullmatch(value) is None:
+        raise ScheduleInputError("invalid_time_zone", MSG_INVALID)
+    canonical = canonical_zone_name(value)
+    zone = get_zone(value)
+    if canonical is None or zone is None:
+        raise ScheduleInputError("invalid_time_zone", MSG_INVALID)
+    return zone, canonical
