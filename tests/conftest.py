@@ -1,4 +1,4 @@
-"""Shared test configuration: Hypothesis profiles (``dev`` default, ``ci`` fixed and derandomized)."""
+"""Shared test configuration: Hypothesis profiles (`dev` by default, `ci` derandomized)."""
 
 import os
 

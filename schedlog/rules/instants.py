@@ -93,7 +93,7 @@ _CANONICAL: Final = re.compile(
 
 
 def parse_canonical_instant(text: object) -> int | None:
-    """Epoch ms of a stored canonical instant, or ``None`` if it is not exactly canonical and real."""
+    """Epoch ms of a stored canonical instant; ``None`` unless exactly canonical and real."""
     if type(text) is not str:
         return None
     m = _CANONICAL.fullmatch(text)

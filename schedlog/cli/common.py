@@ -1,0 +1,131 @@
+"""Shared pieces of the command line: request instants, the batch loop, output (SPEC §15.1)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any, Final, TextIO
+
+from schedlog.errors import ScheduleError
+from schedlog.rules.instants import DAY_MS, days_from_civil, days_in_month
+from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
+
+__all__ = [
+    "ABSENT",
+    "InvalidRequest",
+    "parse_request_instant",
+    "run_batch",
+    "write_json_line",
+]
+
+ABSENT: Final = object()
+INTERNAL_MESSAGE: Final = "The schedule operation failed."
+
+_REQUEST_INSTANT: Final = re.compile(
+    r"([+-][0-9]{6}|[0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]{1,9}))?([Zz]|[+-][0-9]{2}:[0-9]{2})",
+    re.ASCII,
+)
+
+
+class InvalidRequest(Exception):
+    """A batch request line that cannot be processed at all (SPEC §14.4)."""
+
+    code = "invalid_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def parse_request_instant(value: object, field: str = "now") -> int:
+    """Epoch ms of a request instant (SPEC §15.1), with no range check.
+
+    Lenient on purpose, unlike stored instants: lower-case ``t``/``z``, 1-9 fraction digits
+    (truncated to ms), ECMAScript expanded years and year 0000 are accepted, so out-of-range
+    values reach the rules layer, which answers ``time_out_of_range``.
+    """
+    if type(value) is not str:
+        raise InvalidRequest(f"{field} must be an RFC 3339 instant string.")
+    m = _REQUEST_INSTANT.fullmatch(value)
+    if m is None:
+        raise InvalidRequest(f"{field} must be an RFC 3339 instant string.")
+    ytext, mo, d, h, mi, s, frac, off = m.groups()
+    if ytext == "-000000":
+        raise InvalidRequest(f"{field} must be an RFC 3339 instant string.")
+    year = int(ytext)
+    month, day, hour, minute, second = int(mo), int(d), int(h), int(mi), int(s)
+    if not (1 <= month <= 12 and 1 <= day <= days_in_month(year, month)):
+        raise InvalidRequest(f"{field} must name a real date.")
+    if hour > 23 or minute > 59 or second > 59:
+        raise InvalidRequest(f"{field} must name a real time of day.")
+    millis = int((frac or "0")[:3].ljust(3, "0"))
+    offset_ms = 0
+    if off not in ("Z", "z"):
+        oh, om = int(off[1:3]), int(off[4:6])
+        if oh > 23 or om > 59:
+            raise InvalidRequest(f"{field} has an invalid numeric offset.")
+        offset_ms = (oh * 60 + om) * 60_000 * (-1 if off[0] == "-" else 1)
+    local = days_from_civil(year, month, day) * DAY_MS + ((hour * 60 + minute) * 60 + second) * 1000
+    return local + millis - offset_ms
+
+
+def write_json_line(value: Any, out: TextIO | None = None) -> None:
+    stream = out if out is not None else sys.stdout
+    stream.write(js_dumps(value) + "\n")
+    stream.flush()
+
+
+Handler = Callable[[dict[str, Any]], Any]
+
+
+def run_batch(
+    lines: Iterable[str], handlers: dict[str, Handler], out: TextIO | None = None
+) -> None:
+    """Answer each request line with exactly one ``{"ok":…}`` or ``{"error":…}`` line.
+
+    A handler returns the ``ok`` value or raises :class:`ScheduleError` (a rule-level error) or
+    :class:`InvalidRequest`. Anything else escaping a handler is a bug, reported as
+    ``internal_error`` for that line so one bad request never stops the batch.
+    """
+    for line in lines:
+        text = line[:-1] if line.endswith("\n") else line
+        try:
+            request = _decode_request(text)
+            handler = (
+                handlers.get(request.get("op")) if isinstance(request.get("op"), str) else None
+            )
+            if handler is None:
+                raise InvalidRequest(f"unknown op {js_dumps(request.get('op'))}.")
+            result: dict[str, Any] = {"ok": handler(request)}
+        except InvalidRequest as exc:
+            result = {"error": {"code": exc.code, "message": exc.message}}
+        except ScheduleError as exc:
+            result = {"error": exc.to_value()}
+        except Exception as exc:  # pragma: no cover - defensive, logged for the operator
+            print(js_dumps({"event": "batch.internal_error", "error": repr(exc)}), file=sys.stderr)
+            result = {
+                "error": {"code": "internal_error", "message": "The schedule operation failed."}
+            }
+        write_json_line(result, out)
+
+
+def _decode_request(text: str) -> dict[str, Any]:
+    try:
+        request = loads_strict(text.encode("utf-8", "surrogatepass"))
+    except JSONSyntaxError as exc:
+        raise InvalidRequest(f"request is not valid JSON: {exc.message}") from None
+    if not isinstance(request, dict):
+        raise InvalidRequest("request must be a JSON object.")
+    return request
+
+
+def require(request: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    """A required request member of a JSON type, else ``invalid_request`` naming it."""
+    if key not in request:
+        raise InvalidRequest(f"{key} is required.")
+    value = request[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise InvalidRequest(f"{key} has the wrong JSON type.")
+    return value

@@ -1,0 +1,37 @@
+"""The ``schedlog`` command: a thin adapter over the library (SPEC §15, §16)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from schedlog.cli import rules_cmd
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="schedlog",
+        description=(
+            "Durable, exact reminders for LLM-agent session logs: explain rules, validate and "
+            "replay session logs, run the session-local engine or the host service."
+        ),
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    rules_cmd.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except BrokenPipeError:
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""SPEC §1.4, §3: canonical instants and the civil calendar, including years 0 and 10000."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from schedlog.rules.instants import (
+    MAX_MS,
+    MIN_MS,
+    civil_from_days,
+    days_from_civil,
+    days_in_month,
+    format_instant,
+    iso_weekday,
+    parse_canonical_instant,
+)
+
+
+def test_bounds() -> None:
+    assert format_instant(MIN_MS) == "0001-01-01T00:00:00.000Z"
+    assert format_instant(MAX_MS) == "9999-12-31T23:59:59.999Z"
+    with pytest.raises(ValueError):
+        format_instant(MIN_MS - 1)
+    with pytest.raises(ValueError):
+        format_instant(MAX_MS + 1)
+
+
+@pytest.mark.parametrize(
+    ("ymd", "weekday"),
+    [
+        ((1970, 1, 1), 4),
+        ((0, 12, 31), 7),
+        ((10000, 1, 1), 6),
+        ((1, 1, 1), 1),
+        ((2026, 5, 4), 1),
+        ((2000, 2, 29), 2),
+        ((9999, 12, 31), 5),
+    ],
+    ids=[
+        "epoch-thu",
+        "year0-dec31-sun",
+        "year10000-jan1",
+        "year1",
+        "2026-monday",
+        "leap-day",
+        "year9999-end",
+    ],
+)
+def test_weekdays_including_edge_years(ymd: tuple[int, int, int], weekday: int) -> None:
+    days = days_from_civil(*ymd)
+    assert civil_from_days(days) == ymd
+    assert iso_weekday(days) == weekday
+
+
+def test_edge_years_calendar() -> None:
+    assert days_in_month(0, 2) == 29  # year 0 is a leap year (proleptic Gregorian)
+    assert days_in_month(10000, 2) == 29
+    assert days_in_month(1900, 2) == 28
+    assert days_from_civil(10000, 1, 1) - days_from_civil(9999, 12, 31) == 1
+    assert days_from_civil(1, 1, 1) - days_from_civil(0, 12, 31) == 1
+
+
+@given(st.integers(min_value=days_from_civil(0, 1, 1), max_value=days_from_civil(10000, 12, 31)))
+def test_day_number_round_trip(days: int) -> None:
+    y, m, d = civil_from_days(days)
+    assert days_from_civil(y, m, d) == days
+    assert 1 <= d <= days_in_month(y, m)
+
+
+@given(st.integers(min_value=MIN_MS, max_value=MAX_MS))
+def test_format_parse_round_trip_and_matches_datetime(ms: int) -> None:
+    text = format_instant(ms)
+    assert parse_canonical_instant(text) == ms
+    dt = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    assert text == (
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:"
+        f"{dt.second:02d}.{dt.microsecond // 1000:03d}Z"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-04-31T00:00:00.000Z",
+        "2026-05-01T09:00:00.00Z",
+        "2026-05-01T09:00:00.000+00:00",
+        "2026-05-01t09:00:00.000Z",
+        "2026-05-01T09:00:00.000z",
+        "0000-12-31T23:00:00.000Z",
+        "2026-05-01T24:00:00.000Z",
+        "2026-05-01T23:60:00.000Z",
+        "2026-05-01T23:59:60.000Z",
+        "2026-02-29T00:00:00.000Z",
+        "+02026-05-01T09:00:00.000Z",
+        "2026-05-01T09:00:00.0000Z",
+        "２０２６-05-01T09:00:00.000Z",
+        " 2026-05-01T09:00:00.000Z",
+        "2026-13-01T00:00:00.000Z",
+    ],
+    ids=[
+        "no-apr-31",
+        "two-fraction",
+        "offset",
+        "lower-t",
+        "lower-z",
+        "year-0",
+        "hour-24",
+        "minute-60",
+        "leap-second",
+        "not-leap",
+        "expanded-year",
+        "four-fraction",
+        "fullwidth-digits",
+        "leading-space",
+        "month-13",
+    ],
+)
+def test_parse_canonical_rejects(text: str) -> None:
+    assert parse_canonical_instant(text) is None
+
+
+def test_parse_canonical_rejects_non_strings() -> None:
+    assert parse_canonical_instant(0) is None
+    assert parse_canonical_instant(None) is None
