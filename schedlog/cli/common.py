@@ -111,7 +111,7 @@ def run_batch(
         write_json_line(result, out)
 
 
-def _decode_request(text: str) -> dict[str, Any]:
+def _decode_request(text: str) -> dict[str, object]:
     try:
         request = loads_strict(text.encode("utf-8", "surrogatepass"))
     except JSONSyntaxError as exc:
