@@ -93,9 +93,8 @@ def run_batch(
         text = line[:-1] if line.endswith("\n") else line
         try:
             request = _decode_request(text)
-            handler = (
-                handlers.get(request.get("op")) if isinstance(request.get("op"), str) else None
-            )
+            op = request.get("op")
+            handler = handlers.get(op) if isinstance(op, str) else None
             if handler is None:
                 raise InvalidRequest(f"unknown op {js_dumps(request.get('op'))}.")
             result: dict[str, Any] = {"ok": handler(request)}
