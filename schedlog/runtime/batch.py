@@ -1,0 +1,94 @@
+"""The session-local engine on virtual time, for ``schedlog session batch`` (SPEC §15.3, §15.5).
+
+Every clock sample taken while serving a request equals that request's ``now``; the agent is
+always idle; tool calls never deliver (their re-drive requests are dropped) and deliveries
+happen only on :meth:`BatchSession.tick`. A fault of the owner lasts for the life of the object.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import structlog
+
+from schedlog.eventlog.followups import Member
+from schedlog.rules.instants import format_instant, is_representable
+from schedlog.runtime.clock import VirtualClock
+from schedlog.runtime.delivery import FAULTED, drive_pass
+from schedlog.runtime.interfaces import FollowupMessage
+from schedlog.runtime.session_file import FileSession
+from schedlog.runtime.tools import SessionTools, ToolValue
+
+__all__ = ["BatchSession", "delivery_json"]
+
+log = structlog.get_logger("schedlog.runtime")
+
+
+def delivery_json(message: FollowupMessage) -> dict[str, Any]:
+    """One ``delivered`` entry of a tick: ``{"messageId","text","reminders"}``."""
+    return {
+        "messageId": message.message_id,
+        "text": message.text,
+        "reminders": [Member.to_json(m) for m in message.members],
+    }
+
+
+class BatchSession:
+    """One session log served request by request at virtual time."""
+
+    def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None) -> None:
+        self.clock = VirtualClock()
+        self.session = FileSession(path, session_id=session_id)
+        self.tools = SessionTools(self.session, self.clock)
+        self.faulted = False
+
+    def _at(self, now: int) -> None:
+        self.clock.set(now)
+        self.session.open()
+
+    def schedule_create(self, now: int, args: object) -> ToolValue:
+        self._at(now)
+        return self.tools.schedule_create(args)
+
+    def schedule_list(self, now: int, args: object) -> ToolValue:
+        self._at(now)
+        return self.tools.schedule_list(args)
+
+    def schedule_delete(self, now: int, args: object) -> ToolValue:
+        self._at(now)
+        return self.tools.schedule_delete(args)
+
+    def tick(self, now: int) -> list[dict[str, Any]]:
+        """Drive at ``now`` until nothing is due; the follow-ups sent, in order."""
+        self._at(now)
+        if self.faulted:
+            log.warning(
+                "owner.tick_skipped",
+                now=format_instant(now) if is_representable(now) else now,
+                text="schedule: live owner is faulted; nothing is delivered",
+            )
+            return []
+        delivered: list[dict[str, Any]] = []
+        for outcome in drive_pass(self.session, self.session, self.clock):
+            if outcome.message is not None:
+                delivered.append(delivery_json(outcome.message))
+            if outcome.kind == FAULTED:
+                self.faulted = True
+        return delivered
+
+    def archive_activity(self, now: int) -> dict[str, Any] | None:
+        """SPEC §10.8 activity: nothing once the owner is faulted."""
+        self._at(now)
+        if self.faulted:
+            return None
+        return self.tools.archive_items()
+
+    def archive_stop(self, now: int) -> dict[str, Any]:
+        """SPEC §10.8 stop: ``{"deleted":[ids]}``; raises the error values as
+        :class:`~schedlog.errors.ScheduleError`."""
+        self._at(now)
+        return {"deleted": self.tools.archive_stop()}
+
+    def close(self) -> None:
+        self.session.close()

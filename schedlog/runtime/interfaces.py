@@ -1,0 +1,121 @@
+"""What an agent runtime supplies to embed the session-local engine (SPEC §10.6, §10.7).
+
+Three capabilities, as structural :class:`typing.Protocol` types so that any object with the
+right methods fits:
+
+* :class:`SessionLog`: the session's durable log: its header, its complete events, appends,
+  and the durability barrier ``flush`` (SPEC §9.6);
+* :class:`Agent`: the agent loop: ``claim_maintenance``, ``when_idle``, ``followup`` and idle
+  notifications;
+* :class:`Clock`: the wall clock in epoch milliseconds (UTC) and sleeping until a deadline.
+
+:class:`FollowupMessage` is what the engine hands to ``Agent.followup``. The reference
+implementations are :class:`schedlog.runtime.session_file.FileSession` (log and agent over one
+JSON Lines file) and the clocks of :mod:`schedlog.runtime.clock`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from schedlog.eventlog.events import LogEvent
+from schedlog.eventlog.followups import Member
+
+__all__ = [
+    "Agent",
+    "Clock",
+    "FollowupMessage",
+    "LogHeader",
+    "MaintenanceClaim",
+    "SessionLog",
+]
+
+
+class LogHeader(Protocol):
+    """Line 1 of a session log: who the session is and how many events it inherited."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def seed_length(self) -> int: ...
+
+
+class SessionLog(Protocol):
+    """The session's JSON Lines log as the engine sees it.
+
+    * ``header``: the session header (the owned suffix starts at ``seed_length``).
+    * ``events()``: every complete event after the header, in order (event index = position).
+      Raises :class:`~schedlog.errors.CorruptScheduleError` when the log is corrupt (SPEC §9.3)
+      and :class:`OSError` when it cannot be read.
+    * ``append(event)``: appends one event object ``{"type": T, "data": D}``. It need not be
+      durable when it returns; a ``schedule/change`` append MUST be rejected, with nothing
+      written, when the change breaks the invariant (SPEC §10.3). The engine checks the
+      invariant itself before appending, so implementations may rely on that.
+    * ``flush()``: the durability barrier: returns True only once everything appended so far is
+      written and fsynced. False, or an exception, is a failure.
+    """
+
+    @property
+    def header(self) -> LogHeader: ...
+
+    def events(self) -> Sequence[LogEvent]: ...
+
+    def append(self, event: Mapping[str, Any]) -> None: ...
+
+    def flush(self) -> bool: ...
+
+
+class MaintenanceClaim(Protocol):
+    """Exclusive use of an idle agent for one piece of maintenance work."""
+
+    def release(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FollowupMessage:
+    """A user-role follow-up message carrying delivered reminders (SPEC §9.5, §13.4).
+
+    ``text`` is the full framing text (SPEC §13), ``members`` are in framing order,
+    ``message_id`` is their deterministic id (SPEC §12.2) and ``created_at`` is the decision
+    clock sample (epoch ms). The ``message/followup`` event written for it is
+    :func:`schedlog.eventlog.followups.build_followup` of these fields.
+    """
+
+    message_id: str
+    text: str
+    members: tuple[Member, ...]
+    created_at: int
+
+
+class Agent(Protocol):
+    """The agent loop the live owner delivers into. It never interrupts a running turn.
+
+    * ``claim_maintenance()``: a claim when the agent is idle, ``None`` at once while a turn or
+      another maintenance task is running;
+    * ``when_idle()``: completes when the agent is idle (possibly at once);
+    * ``followup(message)``: synchronously enqueues the user-role follow-up and writes its
+      ``message/followup`` event to the session log; raises when it could not;
+    * ``subscribe_idle(callback)``: calls ``callback()`` each time the agent becomes idle;
+      returns a function that unsubscribes.
+    """
+
+    def claim_maintenance(self) -> MaintenanceClaim | None: ...
+
+    async def when_idle(self) -> None: ...
+
+    def followup(self, message: FollowupMessage) -> None: ...
+
+    def subscribe_idle(self, callback: Callable[[], None]) -> Callable[[], None]: ...
+
+
+class Clock(Protocol):
+    """The wall clock. ``now_ms()`` is one clock sample in epoch ms (it may jump either way);
+    ``sleep_until(deadline_ms)`` returns at or after the deadline, or earlier (the caller
+    re-reads the clock after every wake, SPEC §10.7)."""
+
+    def now_ms(self) -> int: ...
+
+    async def sleep_until(self, deadline_ms: int) -> None: ...

@@ -1,0 +1,195 @@
+"""The reference embedding: one session over one JSON Lines log file (SPEC §9, §10.7).
+
+:class:`FileSession` is both capabilities the engine needs from a session: the
+:class:`~schedlog.runtime.interfaces.SessionLog` (backed by
+:class:`schedlog.eventlog.SessionLog`, the appender that truncates a torn tail on open and
+checks the invariant on every schedule append) and the
+:class:`~schedlog.runtime.interfaces.Agent` (turns, maintenance claims, idle notifications and a
+follow-up outbox). Its ``followup`` writes the ``message/followup`` event (SPEC §9.5) before the
+message is queued, so a follow-up that is in the outbox is always in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from schedlog.errors import CorruptScheduleError
+from schedlog.eventlog import SessionLog as LogAppender
+from schedlog.eventlog import build_followup, read_log
+from schedlog.eventlog.events import LogEvent
+from schedlog.eventlog.header import Header
+from schedlog.runtime.interfaces import FollowupMessage
+
+__all__ = ["FileSession", "default_session_id"]
+
+
+def default_session_id(path: str | os.PathLike[str]) -> str:
+    """The file name without its ``.jsonl`` suffix (SPEC §15.3)."""
+    name = os.path.basename(os.fspath(path))
+    return name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+
+
+class _Claim:
+    def __init__(self, session: FileSession) -> None:
+        self._session = session
+        self._released = False
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._session._end_claim()
+
+
+class FileSession:
+    """A live session over the log at ``path``.
+
+    The log is opened for append lazily, at the first operation, and re-tried on later
+    operations while opening fails: an unreadable log makes the durability barrier fail
+    (``persistence_uncertain``), a corrupt one makes ``events()`` raise
+    :class:`~schedlog.errors.CorruptScheduleError` (``corrupt_schedule_log``). A new log gets
+    the header ``sessionId = session_id`` (default: the file name without ``.jsonl``).
+
+    Turns are marked by the embedder with :meth:`begin_turn` / :meth:`end_turn`; the end of a
+    turn is the idle notification. Follow-ups go to :attr:`outbox` (and to ``on_followup``).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        session_id: str | None = None,
+        on_followup: Callable[[FollowupMessage], None] | None = None,
+    ) -> None:
+        self.path = os.fspath(path)
+        self._new_session_id = session_id or default_session_id(path)
+        self._log: LogAppender | None = None
+        self._events: list[LogEvent] = []
+        self._open_error: BaseException | None = None
+        self.outbox: list[FollowupMessage] = []
+        self._on_followup = on_followup
+        self._turn = False
+        self._claimed = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._subscribers: list[Callable[[], None]] = []
+
+    # --- the session log ---------------------------------------------------------------------
+
+    def open(self) -> bool:
+        """Open the log for append if it is not open yet; True when it is open."""
+        if self._log is not None:
+            return True
+        try:
+            log = LogAppender.open(self.path, session_id=self._new_session_id)
+        except (OSError, CorruptScheduleError, ValueError) as exc:
+            self._open_error = exc
+            return False
+        try:
+            contents = read_log(self.path)
+        except OSError as exc:
+            log.close()
+            self._open_error = exc
+            return False
+        self._log, self._open_error = log, None
+        self._events = list(contents.events)
+        return True
+
+    def _require(self) -> LogAppender:
+        if not self.open():
+            error = self._open_error
+            if isinstance(error, CorruptScheduleError | OSError):
+                raise error
+            raise OSError(f"session log {self.path} cannot be opened: {error}")
+        assert self._log is not None
+        return self._log
+
+    @property
+    def header(self) -> Header:
+        return self._require().header
+
+    def events(self) -> Sequence[LogEvent]:
+        self._require()
+        return self._events
+
+    def append(self, event: Mapping[str, Any]) -> None:
+        self._events.append(self._require().append(event))
+
+    def flush(self) -> bool:
+        """The durability barrier. A corrupt log has nothing pending and reports True, so that
+        the fold that follows reports the corruption; an unopenable log reports False."""
+        if not self.open():
+            return isinstance(self._open_error, CorruptScheduleError)
+        assert self._log is not None
+        return self._log.flush()
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    # --- the agent ---------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return self._turn or self._claimed
+
+    def begin_turn(self) -> None:
+        """The agent starts a turn (a user message, or a queued follow-up being answered)."""
+        if self.busy:
+            raise RuntimeError("the agent is already busy")
+        self._turn = True
+        self._idle.clear()
+
+    def end_turn(self) -> None:
+        """The turn ended: the agent is idle, and idle subscribers are notified."""
+        self._turn = False
+        self._update_idle()
+        for callback in list(self._subscribers):
+            callback()
+
+    def claim_maintenance(self) -> _Claim | None:
+        if self.busy:
+            return None
+        self._claimed = True
+        self._idle.clear()
+        return _Claim(self)
+
+    def _end_claim(self) -> None:
+        # Releasing a maintenance claim is not an idle notification: the owner re-drives on
+        # its own, and treating its own release as a trigger would retry failures in a loop.
+        self._claimed = False
+        self._update_idle()
+
+    def _update_idle(self) -> None:
+        if not self.busy:
+            self._idle.set()
+
+    async def when_idle(self) -> None:
+        while self.busy:
+            await self._idle.wait()
+
+    def subscribe_idle(self, callback: Callable[[], None]) -> Callable[[], None]:
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def followup(self, message: FollowupMessage) -> None:
+        """Write the ``message/followup`` event, then queue the message. Raises when the event
+        could not be appended (nothing is queued then)."""
+        log = self._require()
+        event = build_followup(
+            log.header.session_id, message.members, message.text, message.created_at
+        )
+        if event["data"]["messageId"] != message.message_id:
+            raise ValueError("follow-up message id does not match its members")
+        self.append(event)
+        self.outbox.append(message)
+        if self._on_followup is not None:
+            self._on_followup(message)
