@@ -1,0 +1,266 @@
+"""The session log appender (SPEC §9.1, §9.3, §9.6).
+
+Opening for append validates the whole log (its owned suffix must fold), truncates a torn tail
+(logged), and writes the header of a new log. Lines are written eagerly; :meth:`SessionLog.flush`
+is the durability barrier. Every ``schedule/change`` append is judged by the replay invariant
+first, and nothing is written when it is refused.
+
+The appender sits above the fold and the invariant in the data flow, so it imports them when
+used rather than at import time: ``schedlog.fold`` itself imports this package's decoders.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+
+from schedlog.eventlog.changes import Change
+from schedlog.eventlog.events import (
+    FOLLOWUP_TYPE,
+    SCHEDULE_CHANGE_TYPE,
+    LogEvent,
+    encode_line,
+    event_from_value,
+)
+from schedlog.eventlog.followups import Member, delivered_members, parse_followup
+from schedlog.eventlog.header import Header
+from schedlog.eventlog.reader import read_log
+from schedlog.rules.text import JSONSyntaxError, loads_strict
+
+if TYPE_CHECKING:
+    from schedlog.fold.state import FoldState
+
+__all__ = ["FILE_MODE", "SessionLog", "fsync_directory"]
+
+#: Session logs hold conversation text: created readable and writable by the owner only.
+FILE_MODE: Final = 0o600
+
+_log = structlog.get_logger("schedlog.eventlog")
+
+
+def fsync_directory(path: str) -> None:
+    """Make a file creation (or rename) in directory ``path`` durable."""
+    fd = os.open(path or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SessionLog:
+    """An open session log. Use :meth:`open`; close it (or use ``with``) when done.
+
+    * ``header``: the log's header (written by :meth:`open` for a new log);
+    * ``state``: the fold of the owned suffix, kept current by every append;
+    * ``event_count``: the number of events (the next append gets this index);
+    * ``delivered``: members already delivered in the owned suffix -> messageId (SPEC §12.3).
+    """
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        fd: int,
+        header: Header,
+        state: FoldState,
+        event_count: int,
+        delivered: dict[Member, str],
+        size: int,
+        created: bool,
+    ) -> None:
+        self.path = path
+        self.header = header
+        self.state = state
+        self.event_count = event_count
+        self._delivered = delivered
+        self._fd: int | None = fd
+        self._size = size
+        self._dir_pending = created
+        self._broken: str | None = None
+
+    # --- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, session_id: str | None = None) -> SessionLog:
+        """Open (creating if missing) the log at ``path`` for append.
+
+        ``session_id`` names a new log (0 bytes, missing, or a torn tail only) and is ignored
+        when a header exists: the existing header always wins. Raises
+        :class:`~schedlog.eventlog.errors.CorruptLogError` (the file is left untouched) when the
+        log is corrupt or its owned suffix does not fold, ``ValueError`` when a new log has no
+        ``session_id``, and ``OSError`` for I/O failures.
+        """
+        from schedlog.invariant.logs import validate_log
+
+        name = os.fspath(path)
+        created = False
+        try:
+            fd = os.open(name, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            created = True
+        except FileExistsError:
+            fd = os.open(name, os.O_RDWR | os.O_APPEND)
+        try:
+            contents = read_log(name)
+            state = validate_log(contents)
+            if contents.torn_tail:
+                os.ftruncate(fd, contents.complete_size)
+                _log.warning(
+                    "session_log.torn_tail_truncated",
+                    path=name,
+                    bytes=len(contents.torn_tail),
+                    message=(
+                        f"schedule: truncated {len(contents.torn_tail)} bytes of torn tail"
+                        f" in {name}"
+                    ),
+                )
+            header = contents.header
+            log_size = contents.complete_size
+            if header is None:
+                if not session_id:
+                    raise ValueError("a new session log needs a non-empty session id")
+                header = Header(session_id=session_id)
+                line = encode_line(header.to_json())
+                _write_all(fd, line)
+                log_size = len(line)
+            seed = header.seed_length
+            delivered = delivered_members(contents.events, seed_length=seed)
+        except BaseException:
+            os.close(fd)
+            if created:  # leave no trace of a log that never got its header
+                os.unlink(name)
+            raise
+        return cls(
+            path=name,
+            fd=fd,
+            header=header,
+            state=state,
+            event_count=len(contents.events),
+            delivered=delivered,
+            size=log_size,
+            created=created,
+        )
+
+    # --- appending --------------------------------------------------------------------------
+
+    @property
+    def delivered(self) -> Mapping[Member, str]:
+        return self._delivered
+
+    def append(self, event: Mapping[str, Any]) -> LogEvent:
+        """Append one event object as a compact line; returns it as read back.
+
+        A ``schedule/change`` is checked by the invariant first; refused, it raises
+        :class:`~schedlog.invariant.InvariantError` and nothing is written. The line is
+        round-tripped through the reader's decoder before it is written, so a value that would
+        read back differently (a duplicate key after encoding, a non-string ``type``) is
+        refused with ``ValueError`` instead of corrupting the log. Not durable until
+        :meth:`flush`.
+        """
+        from schedlog.fold.replay import apply_event
+        from schedlog.invariant.checker import check
+
+        fd = self._require_open()
+        line = encode_line(event)
+        try:
+            value = loads_strict(line[:-1])
+        except JSONSyntaxError as exc:
+            raise ValueError(f"event does not encode to valid JSON: {exc.message}") from None
+        try:
+            logged = event_from_value(value, raw=line)
+        except ValueError as exc:  # CorruptLogError is a ValueError
+            raise ValueError(f"not an event: {exc}") from None
+        state = self.state
+        if logged.type == SCHEDULE_CHANGE_TYPE:
+            check(state, logged)
+            state = apply_event(state, logged)
+        self._write(fd, line)
+        self.state = state
+        self.event_count += 1
+        if logged.type == FOLLOWUP_TYPE:
+            followup = parse_followup(logged.data)
+            if followup is not None:
+                for member in followup.reminders:
+                    self._delivered.setdefault(member, followup.message_id)
+        return logged
+
+    def append_change(self, change: Change) -> LogEvent:
+        """Append ``{"type":"schedule/change","data":CHANGE}`` (invariant-checked)."""
+        return self.append({"type": SCHEDULE_CHANGE_TYPE, "data": change.to_json()})
+
+    def _write(self, fd: int, line: bytes) -> None:
+        try:
+            _write_all(fd, line)
+        except OSError:
+            # Drop a partial line so the next append does not land after it; if even that
+            # fails, the file's state is unknown and further appends are refused.
+            try:
+                os.ftruncate(fd, self._size)
+            except OSError as exc:
+                self._broken = f"a failed write could not be rolled back: {exc}"
+            raise
+        self._size += len(line)
+
+    # --- durability -------------------------------------------------------------------------
+
+    def flush(self) -> bool:
+        """The durability barrier: return True once every appended line is ``fsync``ed.
+
+        Returns False when the log is closed. Raises ``OSError`` when ``fsync`` fails; that
+        failure is sticky (later barriers fail too), because after a failed ``fsync`` the
+        kernel may report later ones as clean without the data being on disk.
+        """
+        if self._fd is None:
+            return False
+        if self._broken is not None:
+            raise OSError(f"session log {self.path} is not durable: {self._broken}")
+        try:
+            os.fsync(self._fd)
+            if self._dir_pending:
+                fsync_directory(os.path.dirname(self.path))
+                self._dir_pending = False
+        except OSError as exc:
+            self._broken = f"fsync failed: {exc}"
+            raise
+        return True
+
+    def _require_open(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"session log {self.path} is closed")
+        if self._broken is not None:
+            raise OSError(f"session log {self.path} refuses appends: {self._broken}")
+        return self._fd
+
+    def close(self) -> None:
+        """Close the file; lines appended since the last :meth:`flush` may not be durable."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def __enter__(self) -> SessionLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SessionLog({self.path!r}, session_id={self.header.session_id!r})"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

@@ -1,0 +1,18 @@
+"""The pure fold: session-log events in, active reminders out (SPEC §10.3, §10.4)."""
+
+from schedlog.fold.ids import next_schedule_id
+from schedlog.fold.replay import apply_change, apply_event, fold
+from schedlog.fold.state import FoldState
+from schedlog.fold.steps import Effect, FoldError, decode_event_change, plan
+
+__all__ = [
+    "Effect",
+    "FoldError",
+    "FoldState",
+    "apply_change",
+    "apply_event",
+    "decode_event_change",
+    "fold",
+    "next_schedule_id",
+    "plan",
+]

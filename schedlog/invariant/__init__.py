@@ -1,0 +1,6 @@
+"""The replay invariant guarding every ``schedule/change`` append (SPEC §10.3)."""
+
+from schedlog.invariant.checker import InvariantError, check
+from schedlog.invariant.logs import locate_fold_error, validate_log
+
+__all__ = ["InvariantError", "check", "locate_fold_error", "validate_log"]

@@ -1,0 +1,166 @@
+"""Reading session logs: header, envelopes, torn tail versus corruption (SPEC §9.1, §9.3)."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from schedlog.eventlog import CorruptLogError, Header, decode_header, parse_log, read_log
+from schedlog.eventlog.reader import iter_lines
+from tests.eventlog.helpers import change, chatter, create_data, header, log_bytes
+
+HEAD = log_bytes(header())
+
+
+def test_valid_log_with_torn_tail() -> None:
+    data = log_bytes(header(), change(create_data("schedule-1")), chatter()) + b'{"type":"x'
+    contents = parse_log(data, file="s.jsonl")
+    assert contents.ok and not contents.is_new
+    assert contents.header == Header(session_id="s-1")
+    assert [e.type for e in contents.events] == ["schedule/change", "message/user"]
+    assert contents.torn_tail == b'{"type":"x'
+    assert contents.complete_size == len(data) - len(b'{"type":"x')
+    assert contents.header_size == len(HEAD)
+    assert b"".join(e.raw for e in contents.events) == data[len(HEAD) : contents.complete_size]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b'{"type":"session/header"', b"garbage without newline"],
+    ids=["empty", "torn", "junk"],
+)
+def test_new_log(data: bytes) -> None:
+    contents = parse_log(data)
+    assert contents.is_new and contents.ok and contents.header is None
+    assert contents.torn_tail == data and contents.events == ()
+
+
+def test_crlf_lines_are_accepted() -> None:
+    data = log_bytes(header(), chatter()).replace(b"\n", b"\r\n")
+    contents = parse_log(data)
+    assert contents.ok and len(contents.events) == 1
+    assert contents.events[0].raw.endswith(b"\r\n")
+
+
+def test_other_events_may_carry_extra_keys_or_no_data() -> None:
+    contents = parse_log(
+        log_bytes(header(), {"type": "a", "data": 1, "extra": True}, {"type": "b"})
+    )
+    assert contents.ok
+    first, second = contents.events
+    assert (first.type, first.data, first.exact) == ("a", 1, False)
+    assert (second.type, second.data, second.exact) == ("b", None, False)
+
+
+# Each case: the bytes after a valid header and one valid event (so the bad line is line 3).
+LINE_CORRUPTION = [
+    ("empty-line", b"", "empty_line", "$", "empty line"),
+    ("cr-only", b"\r", "json", "$", "invalid JSON"),
+    ("garbage", b"not json", "json", "$", "invalid JSON"),
+    ("trailing-garbage", b'{"type":"a"} x', "json", "$", "invalid JSON"),
+    ("duplicate-key", b'{"type":"a","data":{"k":1,"k":2}}', "json", "$", "duplicate key"),
+    ("nan", b'{"type":"a","data":NaN}', "json", "$", "NaN"),
+    ("infinity", b'{"type":"a","data":-Infinity}', "json", "$", "Infinity"),
+    ("array", b"[]", "event", "$", "object"),
+    ("null", b"null", "event", "$", "object"),
+    ("string", b'"event"', "event", "$", "object"),
+    ("no-type", b'{"data":{}}', "event", "$.type", "type"),
+    ("numeric-type", b'{"type":1,"data":{}}', "event", "$.type", "type"),
+    ("null-type", b'{"type":null,"data":{}}', "event", "$.type", "type"),
+    ("empty-type", b'{"type":"","data":{}}', "event", "$.type", "type"),
+    ("invalid-utf8", b'{"type":"\xff"}', "json", "$", "UTF-8"),
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "rule", "path", "fragment"),
+    [case[1:] for case in LINE_CORRUPTION],
+    ids=[case[0] for case in LINE_CORRUPTION],
+)
+def test_line_corruption(line: bytes, rule: str, path: str, fragment: str) -> None:
+    before = log_bytes(header(), chatter())
+    data = before + line + b"\n" + log_bytes(chatter("after"))
+    contents = parse_log(data, file="log.jsonl")
+    bad = contents.corruption
+    assert bad is not None
+    assert (bad.file, bad.line, bad.offset, bad.rule, bad.path) == (
+        "log.jsonl",
+        3,
+        len(before),
+        rule,
+        path,
+    )
+    assert fragment in bad.message
+    assert len(contents.events) == 1  # events before the corruption only
+    assert contents.complete_size == len(data)  # the rest is measured, not decoded
+    error = bad.error()
+    assert isinstance(error, CorruptLogError) and error.code == "corrupt_schedule_log"
+    assert (error.line, error.offset, error.index) == (3, len(before), 1)
+
+
+HEADER_CASES = [
+    ("not-object", [], "$"),
+    ("ordinary-event", {"type": "message/user", "data": {}}, "$.type"),
+    ("extra-key", {**header(), "x": 1}, "$.x"),
+    ("missing-key", {k: v for k, v in header().items() if k != "seedLength"}, "$"),
+    ("version-2", {**header(), "version": 2}, "$.version"),
+    ("version-string", {**header(), "version": "1"}, "$.version"),
+    ("version-true", {**header(), "version": True}, "$.version"),
+    ("session-empty", header(""), "$.sessionId"),
+    ("session-number", header(7), "$.sessionId"),  # type: ignore[arg-type]
+    ("seed-negative", header(seed=-1), "$.seedLength"),
+    ("seed-fraction", header(seed=1.5), "$.seedLength"),
+    ("seed-unsafe", header(seed=2**53), "$.seedLength"),
+    ("seed-bool", header(seed=False), "$.seedLength"),
+    ("parent-number", header(parent=3), "$.parentSessionId"),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "path"), [c[1:] for c in HEADER_CASES], ids=[c[0] for c in HEADER_CASES]
+)
+def test_header_rejections(value: object, path: str) -> None:
+    with pytest.raises(CorruptLogError) as info:
+        decode_header(value)
+    assert (info.value.rule, info.value.path) == ("header", path)
+    bad = parse_log(log_bytes(value) if isinstance(value, dict) else b"[]\n").corruption
+    assert bad is not None and bad.line == 1 and bad.offset == 0
+
+
+def test_header_accepts_integral_floats_and_a_parent() -> None:
+    value = {**header(seed=2.0, parent="s-0"), "version": 1.0}
+    assert decode_header(value) == Header(session_id="s-1", seed_length=2, parent_session_id="s-0")
+    assert Header(session_id="s-1").to_json() == header()
+
+
+def test_bom_before_header_is_corruption() -> None:
+    bad = parse_log(b"\xef\xbb\xbf" + HEAD).corruption
+    assert bad is not None and bad.line == 1 and bad.rule == "json"
+
+
+def test_read_log_matches_parse_log(tmp_path: Path) -> None:
+    data = log_bytes(header(), chatter(), b"oops") + b"torn"
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(data)
+    from_file = read_log(path)
+    assert from_file == parse_log(data, file=str(path))
+    assert from_file.torn_tail == b"torn" and from_file.corruption is not None
+
+
+@given(
+    lines=st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=8),
+    tail=st.binary(max_size=6).map(lambda b: b.replace(b"\n", b"")),
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=6),
+)
+def test_iter_lines_is_independent_of_chunking(
+    lines: list[bytes], tail: bytes, cuts: list[int]
+) -> None:
+    data = b"".join(line + b"\n" for line in lines) + tail
+    points = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    chunks = [data[a:b] for a, b in pairwise(points)]
+    expected = [line + b"\n" for line in lines] + ([tail] if tail else [])
+    assert list(iter_lines(chunks)) == expected
