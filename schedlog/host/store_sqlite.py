@@ -1,0 +1,228 @@
+"""The SQLite backend, the embedded default (SPEC §11.2).
+
+Validation runs on a separate read-only connection (``immutable=1`` unless a write-ahead log is
+present) so that a refused file is never modified and never gets ``-wal``/``-shm`` companions.
+Only after the whole store has validated does the read-write connection open and switch to WAL.
+Each task write is one ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+from schedlog.errors import StoreOpenError
+from schedlog.host.store import FILE_MODE, StoredTask, StoreLock, StoreWriteError
+from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
+from schedlog.rules.instants import parse_canonical_instant
+from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
+
+__all__ = ["SCHEMA", "SqliteTaskStore", "validate_sqlite"]
+
+SCHEMA: Final = """
+CREATE TABLE schedlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+  session_id TEXT NOT NULL, body TEXT NOT NULL);
+INSERT INTO schedlog_meta (key, value) VALUES ('unit.name', 'schedule'), ('unit.version', '1');
+PRAGMA user_version = 1;
+"""
+# Optional indexes (§11.2 allows them): tasks of a session, and the earliest active target.
+# Canonical instants sort as strings in time order, so the expression index orders targets.
+INDEXES: Final = """
+CREATE INDEX IF NOT EXISTS tasks_by_session ON tasks (session_id, seq);
+CREATE INDEX IF NOT EXISTS tasks_active_target
+  ON tasks (json_extract(body, '$.record.scheduledAt'))
+  WHERE coalesce(json_extract(body, '$.status'), 'active') = 'active';
+"""
+_TASK_COLUMNS: Final = ["seq", "id", "session_id", "body"]
+_META_COLUMNS: Final = ["key", "value"]
+
+
+def _malformed(message: str) -> StoreOpenError:
+    return StoreOpenError("malformed-medium", message)
+
+
+def _read_only_uri(path: Path) -> str:
+    quoted = urllib.parse.quote(str(path.resolve()))
+    wal = Path(f"{path}-wal")
+    # immutable=1 never creates companion files, but it would ignore committed pages still in
+    # a write-ahead log left by a crash; such a store is read through the log instead.
+    if wal.exists() and wal.stat().st_size > 0:
+        return f"file:{quoted}?mode=ro"
+    return f"file:{quoted}?mode=ro&immutable=1"
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _decode_row(seq: int, key: str, session_id: str, body: str) -> StoredTask:
+    try:
+        value = loads_strict(body.encode("utf-8", "surrogatepass"))
+    except JSONSyntaxError as exc:
+        raise InvalidTaskError(f"schedule task body is not valid JSON: {exc.message}") from None
+    task = decode_task(key, value)
+    if session_id != task.session_id:
+        raise InvalidTaskError(
+            f"schedule task session_id {session_id!r} differs from sessionId {task.session_id!r}"
+        )
+    return StoredTask(seq, task)
+
+
+def validate_sqlite(path: Path) -> list[StoredTask]:
+    """Validate an existing, non-empty SQLite store read-only; the tasks in storage order.
+
+    Order (§11.3): an SQLite database at all, the meta table and its rows, the version
+    (``user_version`` and ``unit.version``), the tasks table, then each row by ``seq``.
+    """
+    try:
+        conn = sqlite3.connect(_read_only_uri(path), uri=True)
+    except sqlite3.Error as exc:
+        raise _malformed(f"cannot open schedule store {path}: {exc}") from None
+    try:
+        try:
+            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+            if "schedlog_meta" not in names or _columns(conn, "schedlog_meta") != _META_COLUMNS:
+                raise _malformed("schedule store has no schedlog_meta table")
+            meta = dict(conn.execute("SELECT key, value FROM schedlog_meta").fetchall())
+            if meta.get("unit.name") != "schedule" or "unit.version" not in meta:
+                raise _malformed("schedule store meta rows unit.name/unit.version are missing")
+            (user_version,) = conn.execute("PRAGMA user_version").fetchone()
+            if user_version != 1 or meta["unit.version"] != "1":
+                raise StoreOpenError(
+                    "version-mismatch",
+                    f"schedule store version is {meta['unit.version']!r} "
+                    f"(user_version {user_version}), not 1",
+                )
+            if "tasks" not in names or _columns(conn, "tasks") != _TASK_COLUMNS:
+                raise _malformed("schedule store has no tasks table")
+            rows = conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
+            out: list[StoredTask] = []
+            for seq, key, session_id, body in rows:
+                try:
+                    if not all(isinstance(v, str) for v in (key, session_id, body)):
+                        raise InvalidTaskError("schedule task columns must be text")
+                    out.append(_decode_row(seq, key, session_id, body))
+                except InvalidTaskError as exc:
+                    raise StoreOpenError("invalid-record", f"task {key!r}: {exc.message}") from None
+            return out
+        except sqlite3.Error as exc:
+            message = f"schedule store {path} is not a readable SQLite database: {exc}"
+            raise _malformed(message) from None
+    finally:
+        conn.close()
+
+
+class SqliteTaskStore:
+    """A :class:`~schedlog.host.store.TaskStore` over one SQLite file."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, lock: StoreLock) -> None:
+        self.path = path
+        self._conn = conn
+        self._lock: StoreLock | None = lock
+
+    @classmethod
+    def open(cls, path: Path) -> SqliteTaskStore:
+        """Lock, validate (or initialize a missing / zero-length file), then open for writing."""
+        lock = StoreLock(path)
+        try:
+            try:
+                size: int | None = path.stat().st_size
+            except FileNotFoundError:
+                size = None
+            except OSError as exc:
+                raise _malformed(f"cannot read schedule store {path}: {exc}") from None
+            if size:
+                validate_sqlite(path)
+            else:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+                os.close(fd)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            try:
+                if not size:
+                    conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+                conn.executescript(INDEXES)
+            except sqlite3.Error as exc:
+                conn.close()
+                raise _malformed(f"cannot open schedule store {path}: {exc}") from None
+        except BaseException:
+            lock.release()
+            raise
+        return cls(path, conn, lock)
+
+    # reads
+    def tasks(self) -> Iterator[StoredTask]:
+        rows = self._conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
+        for seq, key, session_id, body in rows:
+            yield _decode_row(seq, key, session_id, body)
+
+    def session_tasks(self, session_id: str) -> list[StoredTask]:
+        rows = self._conn.execute(
+            "SELECT seq, id, session_id, body FROM tasks WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        )
+        return [_decode_row(*row) for row in rows]
+
+    def get(self, task_id: str) -> StoredTask | None:
+        row = self._conn.execute(
+            "SELECT seq, id, session_id, body FROM tasks WHERE id = ?", (task_id,)
+        ).fetchone()
+        return None if row is None else _decode_row(*row)
+
+    def count(self) -> int:
+        (n,) = self._conn.execute("SELECT count(*) FROM tasks").fetchone()
+        return int(n)
+
+    def earliest_active_target(self) -> int | None:
+        """The earliest ``scheduledAt`` among active tasks (epoch ms), from the index."""
+        (text,) = self._conn.execute(
+            "SELECT min(json_extract(body, '$.record.scheduledAt')) FROM tasks "
+            "WHERE coalesce(json_extract(body, '$.status'), 'active') = 'active'"
+        ).fetchone()
+        return None if text is None else parse_canonical_instant(text)
+
+    # writes
+    def _write(self, sql: str, params: tuple[str, ...]) -> sqlite3.Cursor:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                cur = self._conn.execute(sql, params)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StoreWriteError(f"cannot write {self.path}: {exc}") from exc
+        return cur
+
+    def insert(self, task: Task) -> int:
+        cur = self._write(
+            "INSERT INTO tasks (id, session_id, body) VALUES (?, ?, ?)",
+            (task.id, task.session_id, js_dumps(encode_task(task))),
+        )
+        seq = cur.lastrowid
+        assert seq is not None
+        return seq
+
+    def replace(self, task: Task) -> None:
+        cur = self._write(
+            "UPDATE tasks SET body = ? WHERE id = ? AND session_id = ?",
+            (js_dumps(encode_task(task)), task.id, task.session_id),
+        )
+        if cur.rowcount != 1:
+            raise StoreWriteError(f"task {task.id!r} does not exist")
+
+    def delete(self, task_id: str) -> bool:
+        return self._write("DELETE FROM tasks WHERE id = ?", (task_id,)).rowcount == 1
+
+    def close(self) -> None:
+        if self._lock is not None:
+            self._conn.close()
+            self._lock.release()
+            self._lock = None
