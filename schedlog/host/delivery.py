@@ -1,0 +1,97 @@
+"""Delivery groups (SPEC §11.8 steps 1-2) and the commit of one member (step 3.7).
+
+Pure functions: no clock, no I/O. The service samples the clock and owns the FIFO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import msgspec
+
+from schedlog.eventlog.followups import Member
+from schedlog.host.config import Retention
+from schedlog.host.history import append_delivery
+from schedlog.host.store import StoredTask
+from schedlog.host.task import Receipt, Task
+from schedlog.rules.decide import Decision, decide
+
+__all__ = ["Delivered", "Group", "commit_member", "occurrence", "plan_groups"]
+
+
+class Group(NamedTuple):
+    """One delivery: a one-shot alone, or the due recurring tasks of one session (ids in
+    storage order). Delivered at the position of its first member."""
+
+    session_id: str
+    one_shot: bool
+    ids: tuple[str, ...]
+
+
+class Delivered(NamedTuple):
+    """A follow-up message that was sent (recovered members are not listed)."""
+
+    session_id: str
+    message_id: str
+    text: str
+    members: tuple[Member, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "sessionId": self.session_id,
+            "messageId": self.message_id,
+            "text": self.text,
+            "reminders": [m.to_json() for m in self.members],
+        }
+
+
+def plan_groups(due: Sequence[StoredTask]) -> list[Group]:
+    """Walk the due set (storage order) into groups (§11.8 step 2). No one-shot priority."""
+    ordered = sorted(due, key=lambda st: st.seq)
+    recurring_by_session: dict[str, list[str]] = {}
+    for st in ordered:
+        if not st.task.record.is_one_shot:
+            recurring_by_session.setdefault(st.task.session_id, []).append(st.task.id)
+    groups: list[Group] = []
+    placed: set[str] = set()
+    for st in ordered:
+        task = st.task
+        if task.id in placed:
+            continue
+        if task.record.is_one_shot:
+            groups.append(Group(task.session_id, True, (task.id,)))
+            placed.add(task.id)
+        else:
+            ids = tuple(recurring_by_session[task.session_id])
+            groups.append(Group(task.session_id, False, ids))
+            placed.update(ids)
+    return groups
+
+
+def occurrence(task: Task, now: int) -> Decision:
+    """The member's occurrence at decision time ``now``: a one-shot's own target, a recurring
+    rule's latest-due decision (§7.9), which is what makes catch-up deliver only the latest."""
+    if task.record.is_one_shot:
+        return Decision(task.record.scheduled_at, None)
+    return decide(task.record, now)
+
+
+def commit_member(
+    task: Task, decision: Decision, message_id: str, delivered_at: int, retention: Retention
+) -> Task:
+    """The task after its delivery commit (§11.8 step 3.7): target/status, receipt, history."""
+    record = task.record
+    if record.is_one_shot:
+        status = "inactive"
+    elif decision.next_scheduled_at is not None:
+        record = msgspec.structs.replace(record, scheduled_at=decision.next_scheduled_at)
+        status = "active"
+    else:
+        record = msgspec.structs.replace(record, scheduled_at=decision.occurrence_at)
+        status = "inactive"
+    receipt = Receipt(
+        scheduled_at=decision.occurrence_at, delivered_at=delivered_at, message_id=message_id
+    )
+    advanced = msgspec.structs.replace(task, record=record, status=status)
+    return append_delivery(advanced, receipt, task.record.prompt, retention)

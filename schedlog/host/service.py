@@ -1,0 +1,621 @@
+"""The host service (SPEC §11.4-§11.8, §11.12, §11.13).
+
+Two layers:
+
+* :class:`HostCore` is synchronous and has no event loop: every operation takes its clock
+  samples from a ``now`` callable at the moment the SPEC says. It keeps the timer index (a
+  ``SortedList`` of ``(scheduledAt, seq, id)`` over active tasks) in step with the store.
+* :class:`HostService` adds the asyncio FIFO (one worker runs create / update / delete /
+  archive stop / delivery groups in arrival order), reads that do not queue, cancellation,
+  disposal, and the host timer over an injected :class:`Clock`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Protocol, TypeVar
+
+import msgspec
+import structlog
+from sortedcontainers import SortedList  # type: ignore[import-untyped]
+
+from schedlog.errors import ScheduleError
+from schedlog.eventlog.followups import Member, build_followup
+from schedlog.framing import FramedReminder, batch_framing, single_framing
+from schedlog.host.config import Retention
+from schedlog.host.delivery import Delivered, Group, commit_member, occurrence, plan_groups
+from schedlog.host.history import check_limit, history_page
+from schedlog.host.sessions import SessionController
+from schedlog.host.store import StoredTask, TaskStore
+from schedlog.host.task import Task, catalog_entry, new_task
+from schedlog.rules.decide import Decision
+from schedlog.rules.record import Record
+from schedlog.rules.records import build_host_record, validate_host_create_args
+from schedlog.rules.update import ABSENT, UpdateResult, resolve_update
+
+__all__ = [
+    "CHANGED",
+    "MAX_WAIT_MS",
+    "Clock",
+    "GroupFailed",
+    "HostCore",
+    "HostService",
+    "ServiceStopping",
+    "new_task_id",
+]
+
+CHANGED: Final = "schedule/changed"
+MAX_WAIT_MS: Final = 2_147_483_647
+MSG_BARRIER: Final = "Session persistence did not acknowledge the reminder"
+MSG_STOPPING: Final = "Schedule service is stopping"
+
+_log = structlog.get_logger("schedlog.host")
+T = TypeVar("T")
+
+
+class Clock(Protocol):
+    """The wall clock in epoch ms, and a wait that may return early (callers re-read)."""
+
+    def now_ms(self) -> int: ...
+
+    async def sleep_until(self, deadline_ms: int) -> None: ...
+
+
+class ServiceStopping(ScheduleError):
+    """Every call after disposal started: tools report ``internal_error``."""
+
+    def __init__(self) -> None:
+        super().__init__("internal_error", MSG_STOPPING)
+
+
+class GroupFailed(Exception):
+    """A delivery group failed; ``ids`` are its members that were not committed."""
+
+    def __init__(self, ids: tuple[str, ...], error: BaseException | str) -> None:
+        super().__init__(str(error))
+        self.ids = ids
+        self.error = error
+
+
+def new_task_id() -> str:
+    """``schedule-`` + a lower-case random UUID version 4 (§11.1)."""
+    return f"schedule-{uuid.uuid4()}"
+
+
+class HostCore:
+    """The synchronous host: store, timer index, delivery groups, notifications.
+
+    Not thread-safe and not re-entrant: the FIFO (or a batch driver) calls one write at a time.
+    """
+
+    def __init__(self, store: TaskStore, sessions: SessionController, retention: Retention) -> None:
+        self.store = store
+        self.sessions = sessions
+        self.retention = retention
+        self._index: Any = SortedList()
+        self._keys: dict[str, tuple[int, int, str]] = {}
+        self._listeners: list[Callable[[str], None]] = []
+        self.drive_requested: Callable[[], None] = lambda: None
+        self._touched: set[str] = set()
+        for st in store.tasks():
+            self._reindex(st)
+
+    # --- index and notifications ---------------------------------------------------------
+
+    def _reindex(self, st: StoredTask) -> None:
+        self._unindex(st.task.id)
+        if st.task.active:
+            key = (st.task.record.scheduled_at, st.seq, st.task.id)
+            self._index.add(key)
+            self._keys[st.task.id] = key
+
+    def _unindex(self, task_id: str) -> None:
+        key = self._keys.pop(task_id, None)
+        if key is not None:
+            self._index.remove(key)
+
+    def subscribe(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(CHANGED)`` after every durable task write; returns an unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            listener(CHANGED)
+
+    def next_target(self, excluded: Iterable[str] = ()) -> int | None:
+        """The earliest ``scheduledAt`` among active tasks not in ``excluded`` (epoch ms)."""
+        skip = set(excluded)
+        for target, _seq, task_id in self._index:
+            if task_id not in skip:
+                return int(target)
+        return None
+
+    def due(self, now: int, excluded: Iterable[str] = ()) -> list[StoredTask]:
+        """Active tasks with ``scheduledAt <= now`` not in ``excluded``, in storage order."""
+        skip = set(excluded)
+        keys = [k for k in self._index.irange(maximum=(now, float("inf"), "")) if k[2] not in skip]
+        out: list[StoredTask] = []
+        for _target, _seq, task_id in sorted(keys, key=lambda k: k[1]):
+            st = self.store.get(task_id)
+            if st is not None:
+                out.append(st)
+        return out
+
+    def active_count(self) -> int:
+        return len(self._index)
+
+    # --- legacy session events (§11.13) ----------------------------------------------------
+
+    def touch_session(self, session_id: str) -> None:
+        """Emit the legacy warnings the first time a session is opened in this host's life."""
+        if session_id in self._touched:
+            return
+        self._touched.add(session_id)
+        try:
+            count = self.sessions.legacy_reminders(session_id)
+        except Exception as exc:  # the session opens whatever its history holds
+            message = getattr(exc, "message", str(exc))
+            _log.warning(
+                "legacy.unreadable",
+                session_id=session_id,
+                message=(
+                    f'schedule: Session "{session_id}" historical events could not be read '
+                    f"({message}); the legacy reminder is ignored."
+                ),
+            )
+            return
+        if count:
+            _log.warning(
+                "legacy.reminders",
+                session_id=session_id,
+                message=(
+                    f'schedule: Session "{session_id}" contains legacy reminders; recreate '
+                    "active reminders with schedule_create."
+                ),
+            )
+
+    # --- reads (never queued) ----------------------------------------------------------------
+
+    def find(self, session_id: str, task_id: object) -> Task | None:
+        """The task ``task_id`` when it is bound to ``session_id``; None otherwise."""
+        if type(task_id) is not str:
+            return None
+        st = self.store.get(task_id)
+        if st is None or st.task.session_id != session_id:
+            return None
+        return st.task
+
+    def list_records(self, session_id: str) -> list[Record]:
+        """The session's active records, in storage order (§11.6)."""
+        return [st.task.record for st in self.store.session_tasks(session_id) if st.task.active]
+
+    def catalog(self) -> list[dict[str, Any]]:
+        """Every task as a catalog entry, by ``scheduledAt`` then ``id`` (code points)."""
+        tasks = sorted(
+            (st.task for st in self.store.tasks()),
+            key=lambda t: (t.record.scheduled_at, t.id),
+        )
+        return [catalog_entry(t) for t in tasks]
+
+    def history(
+        self, session_id: str, task_id: object, limit: object, before: object = ABSENT
+    ) -> dict[str, Any]:
+        """One history page (§11.9); raises ``invalid_rule`` for ``limit`` or ``before``."""
+        n = check_limit(limit)
+        task = self.find(session_id, task_id)
+        if task is None:
+            return {"id": task_id, "code": "schedule_not_found"}
+        has_before = before is not ABSENT
+        return history_page(task, n, before, self.retention, has_before=has_before)
+
+    def archive_activity(self, session_id: str) -> dict[str, Any] | None:
+        """``{"kind":"schedule","items":[{id,label}…]}`` for a session with active tasks."""
+        items = [
+            {"id": st.task.id, "label": st.task.record.title}
+            for st in self.store.session_tasks(session_id)
+            if st.task.active
+        ]
+        return {"kind": "schedule", "items": items} if items else None
+
+    # --- writes (call from one FIFO slot) ------------------------------------------------------
+
+    def insert(self, task: Task) -> None:
+        seq = self.store.insert(task)
+        self._reindex(StoredTask(seq, task))
+        self._changed()
+        self.drive_requested()
+
+    def _replace(self, st: StoredTask, task: Task) -> None:
+        self.store.replace(task)
+        self._reindex(StoredTask(st.seq, task))
+
+    def update(
+        self,
+        session_id: str,
+        task_id: object,
+        expected: object,
+        now: Callable[[], int],
+        *,
+        change: object = ABSENT,
+        title: object = ABSENT,
+        prompt: object = ABSENT,
+    ) -> UpdateResult:
+        """§11.7 service steps 2-6 (the caller has checked cancellation)."""
+        task = self.find(session_id, task_id)
+        if task is None:
+            return UpdateResult(updated=False, record=None, code="schedule_not_found")
+        if not task.active:
+            return UpdateResult(updated=False, record=None, code="schedule_ended")
+        result = resolve_update(
+            task.record, expected, now(), change=change, title=title, prompt=prompt
+        )
+        if result.updated and result.record is not None:
+            st = self.store.get(task.id)
+            assert st is not None
+            self._replace(st, msgspec.structs.replace(task, record=result.record, status="active"))
+            self._changed()
+            self.drive_requested()
+        return result
+
+    def delete(self, session_id: str, task_id: object) -> dict[str, Any]:
+        """Hard delete (§11.6): ``{"id","deleted":true}`` or ``schedule_not_found``."""
+        task = self.find(session_id, task_id)
+        if task is None or not self.store.delete(task.id):
+            return {"id": task_id, "deleted": False, "code": "schedule_not_found"}
+        self._unindex(task.id)
+        self._changed()
+        self.drive_requested()
+        return {"id": task_id, "deleted": True}
+
+    def archive_stop(self, session_id: str) -> list[str]:
+        """Delete every active task of the session, row by row (§11.12); inactive ones stay.
+
+        Every row is attempted; then notify, then the first failure is raised again.
+        """
+        deleted: list[str] = []
+        first_error: BaseException | None = None
+        for st in self.store.session_tasks(session_id):
+            if not st.task.active:
+                continue
+            try:
+                if self.store.delete(st.task.id):
+                    deleted.append(st.task.id)
+                self._unindex(st.task.id)
+            except Exception as exc:
+                first_error = first_error or exc
+        self._changed()
+        self.drive_requested()
+        if first_error is not None:
+            raise first_error
+        return deleted
+
+    # --- delivery (§11.8 step 3) ---------------------------------------------------------------
+
+    def deliver_group(self, group: Group, now: Callable[[], int]) -> Delivered | None:
+        """Deliver one group inside its FIFO slot. Returns the message sent, if any.
+
+        Raises :class:`GroupFailed` with the members not committed; members committed before
+        the failure stay committed. Nothing about a failed member is written.
+        """
+        session_id = group.session_id
+        self.touch_session(session_id)
+        try:
+            session = self.sessions.resolve(session_id)
+        except Exception as exc:
+            raise GroupFailed(group.ids, exc) from exc
+        pending: list[str] = list(group.ids)
+        try:
+            decision_time = now()
+            members: list[tuple[StoredTask, Decision]] = []
+            for task_id in group.ids:
+                st = self.store.get(task_id)
+                if (
+                    st is None
+                    or not st.task.active
+                    or st.task.session_id != session_id
+                    or st.task.record.scheduled_at > decision_time
+                ):
+                    pending.remove(task_id)
+                    continue
+                members.append((st, occurrence(st.task, decision_time)))
+            if not members:
+                return None
+            known = session.delivered
+            ids: dict[str, str] = {}
+            to_send: list[tuple[StoredTask, Decision]] = []
+            for st, decision in members:
+                found = known.get(Member(st.task.id, decision.occurrence_at))
+                if found is None:
+                    to_send.append((st, decision))
+                else:
+                    ids[st.task.id] = found
+                    _log.info(
+                        "delivery.recovered",
+                        id=st.task.id,
+                        occurrence_at=decision.occurrence_at,
+                        message_id=found,
+                        message=(
+                            f"schedule: reminder {st.task.id} at {decision.occurrence_at} "
+                            f"already delivered as {found}"
+                        ),
+                    )
+            sent: Delivered | None = None
+            delivered_at: int | None = None
+            if to_send:
+                framed = [
+                    FramedReminder(st.task.id, d.occurrence_at, st.task.record.prompt)
+                    for st, d in to_send
+                ]
+                text = single_framing(framed[0]) if group.one_shot else batch_framing(framed)
+                sent_members = tuple(Member(f.id, f.occurrence_at) for f in framed)
+                event = build_followup(
+                    session_id, sent_members, text, decision_time, protocol="host"
+                )
+                session.append(event)
+                if not session.flush():
+                    raise ScheduleError("internal_error", MSG_BARRIER)
+                message_id = str(event["data"]["messageId"])
+                for st, _ in to_send:
+                    ids[st.task.id] = message_id
+                delivered_at = now()
+                sent = Delivered(session_id, message_id, text, sent_members)
+            for st, decision in members:
+                at = delivered_at if delivered_at is not None else now()
+                task = commit_member(st.task, decision, ids[st.task.id], at, self.retention)
+                self._replace(st, task)
+                pending.remove(st.task.id)
+        except Exception as exc:
+            if pending != list(group.ids):
+                self._changed()
+            # The next resolution re-opens the log, re-reading what was appended (so a
+            # follow-up whose barrier failed is recovered, not sent twice).
+            self.sessions.discard(session_id)
+            raise GroupFailed(tuple(pending), exc) from exc
+        self._changed()
+        return sent
+
+
+class HostService:
+    """The asyncio host service over a :class:`HostCore`.
+
+    ``auto_drive`` False (batch mode) disables the timer: deliveries happen only on
+    :meth:`tick`. Writes, delivery groups and archive stop run one at a time in arrival order
+    on one worker; reads run immediately against committed state.
+    """
+
+    def __init__(
+        self,
+        store: TaskStore,
+        sessions: SessionController,
+        clock: Clock,
+        retention: Retention | None = None,
+        *,
+        auto_drive: bool = True,
+    ) -> None:
+        self.core = HostCore(store, sessions, retention or Retention())
+        self.clock = clock
+        self._auto = auto_drive
+        self._queue: asyncio.Queue[tuple[Callable[[], Any], asyncio.Future[Any]]] = asyncio.Queue()
+        self._stopping = False
+        self._closed = False
+        self._wake = asyncio.Event()
+        self._drive_pending = auto_drive  # overdue tasks found at start-up are driven at once
+        self._failed: set[str] = set()
+        self._worker = asyncio.get_running_loop().create_task(self._run_fifo())
+        self._timer: asyncio.Task[None] | None = None
+        if auto_drive:
+            self.core.drive_requested = self.request_drive
+            self._timer = asyncio.get_running_loop().create_task(self._run_timer())
+
+    @property
+    def retention(self) -> Retention:
+        return self.core.retention
+
+    @retention.setter
+    def retention(self, value: Retention) -> None:
+        """A new configuration: used at the next append, reported at once by ``history``."""
+        self.core.retention = value
+
+    def subscribe(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        return self.core.subscribe(listener)
+
+    # --- the FIFO --------------------------------------------------------------------------
+
+    async def _run_fifo(self) -> None:
+        while True:
+            fn, future = await self._queue.get()
+            try:
+                if future.cancelled():  # cancelled while queued: its slot writes nothing
+                    continue
+                try:
+                    result = fn()
+                except BaseException as exc:
+                    if not future.done():
+                        future.set_exception(exc)
+                else:
+                    if not future.done():
+                        future.set_result(result)
+            finally:
+                self._queue.task_done()
+
+    async def _submit(self, fn: Callable[[], T]) -> T:
+        self._check_open()
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((fn, future))
+        return await future
+
+    def _check_open(self) -> None:
+        if self._stopping:
+            raise ServiceStopping
+
+    # --- operations ------------------------------------------------------------------------
+
+    async def create(self, session_id: str, args: object) -> Record:
+        """Create a task (§11.5); raises :class:`ScheduleInputError` for invalid input."""
+        self._check_open()
+        validate_host_create_args(args)
+        task_id = new_task_id()
+        now = self.clock.now_ms()  # before queueing: a create may already be due when it lands
+        record = build_host_record(args, id=task_id, now=now)
+        task = new_task(session_id, record)
+        await self._submit(lambda: self.core.insert(task))
+        return record
+
+    async def update(
+        self,
+        session_id: str,
+        task_id: object,
+        expected: object,
+        *,
+        change: object = ABSENT,
+        title: object = ABSENT,
+        prompt: object = ABSENT,
+    ) -> UpdateResult:
+        """Update with compare-and-set (§11.7); ``now`` is sampled inside the FIFO slot."""
+        return await self._submit(
+            lambda: self.core.update(
+                session_id,
+                task_id,
+                expected,
+                self.clock.now_ms,
+                change=change,
+                title=title,
+                prompt=prompt,
+            )
+        )
+
+    async def delete(self, session_id: str, task_id: object) -> dict[str, Any]:
+        return await self._submit(lambda: self.core.delete(session_id, task_id))
+
+    async def archive_stop(self, session_id: str) -> list[str]:
+        return await self._submit(lambda: self.core.archive_stop(session_id))
+
+    def list_records(self, session_id: str) -> list[Record]:
+        self._check_open()
+        return self.core.list_records(session_id)
+
+    def find(self, session_id: str, task_id: object) -> Task | None:
+        self._check_open()
+        return self.core.find(session_id, task_id)
+
+    def catalog(self) -> list[dict[str, Any]]:
+        self._check_open()
+        return self.core.catalog()
+
+    def history(
+        self, session_id: str, task_id: object, limit: object, before: object = ABSENT
+    ) -> dict[str, Any]:
+        self._check_open()
+        return self.core.history(session_id, task_id, limit, before)
+
+    def archive_activity(self, session_id: str) -> dict[str, Any] | None:
+        self._check_open()
+        return self.core.archive_activity(session_id)
+
+    # --- delivery ----------------------------------------------------------------------------
+
+    def request_drive(self) -> None:
+        """Ask for a drive pass; requests made before the pass starts are coalesced."""
+        self._drive_pending = True
+        self._wake.set()
+
+    async def _deliver(self, group: Group) -> Delivered | None:
+        return await self._submit(lambda: self.core.deliver_group(group, self.clock.now_ms))
+
+    def _unacknowledged(self, exc: GroupFailed) -> None:
+        _log.warning(
+            "delivery.unacknowledged",
+            ids=list(exc.ids),
+            error=str(exc.error),
+            message=(
+                f"schedule: reminders [{', '.join(exc.ids)}] were not acknowledged: {exc.error}"
+            ),
+        )
+
+    async def drive(self, excluded: Iterable[str] = ()) -> tuple[list[Delivered], set[str]]:
+        """One drive pass (§11.8 "Drive"): the groups due now, each in its own FIFO slot.
+
+        Returns the messages sent and the ids whose group failed with their target not after
+        the failure time (left out of the timer for the rest of the pass).
+        """
+        try:
+            scan_now = self.clock.now_ms()
+            groups = plan_groups(self.core.due(scan_now, excluded))
+        except Exception as exc:
+            _log.error(
+                "delivery.stopped", error=str(exc), message=f"schedule: dispatch stopped: {exc}"
+            )
+            return [], set()
+        sent: list[Delivered] = []
+        failed: set[str] = set()
+        for group in groups:
+            try:
+                delivered = await self._deliver(group)
+            except GroupFailed as exc:
+                self._unacknowledged(exc)
+                failure_time = self.clock.now_ms()
+                for task_id in exc.ids:
+                    st = self.core.store.get(task_id)
+                    if st is not None and st.task.record.scheduled_at <= failure_time:
+                        failed.add(task_id)
+                continue
+            if delivered is not None:
+                sent.append(delivered)
+        return sent, failed
+
+    async def tick(self) -> list[Delivered]:
+        """A batch ``tick`` (§15.4): drive passes until nothing is due except tasks whose group
+        failed during this tick."""
+        failed: set[str] = set()
+        sent: list[Delivered] = []
+        while self.core.due(self.clock.now_ms(), failed):
+            delivered, newly_failed = await self.drive(failed)
+            sent.extend(delivered)
+            if not delivered and not newly_failed:
+                break  # nothing sent and nothing failed: another pass would find the same
+            failed |= newly_failed
+        return sent
+
+    async def _run_timer(self) -> None:
+        while True:
+            if self._drive_pending:
+                self._drive_pending = False
+                self._wake.clear()
+                _, self._failed = await self.drive()
+                continue
+            target = self.core.next_target(self._failed)
+            now = self.clock.now_ms()
+            if target is not None and target <= now:
+                self._drive_pending = True
+                continue
+            self._wake.clear()
+            if target is None:
+                await self._wake.wait()
+                continue
+            deadline = min(target, now + MAX_WAIT_MS)
+            sleeper = asyncio.ensure_future(self.clock.sleep_until(deadline))
+            waker = asyncio.ensure_future(self._wake.wait())
+            try:
+                await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sleeper.cancel()
+                waker.cancel()
+
+    # --- disposal ----------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Cancel the timer, finish accepted work, close the store. Idempotent."""
+        if self._closed:
+            return
+        self._stopping = True
+        if self._timer is not None:
+            self._timer.cancel()
+            await asyncio.gather(self._timer, return_exceptions=True)
+        await self._queue.join()
+        self._worker.cancel()
+        await asyncio.gather(self._worker, return_exceptions=True)
+        self.core.store.close()
+        self._closed = True

@@ -1,0 +1,106 @@
+"""Session resolution for the host (SPEC §11.8 step 3.1, §11.13, §15.4).
+
+The service reaches sessions only through :class:`SessionController`. The standalone controller,
+:class:`SessionsDirectory`, maps session ``S`` to ``DIR/<enc(S)>.jsonl`` and creates the log on
+first delivery: the stand-in for restoring a cold session.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from schedlog.eventlog.followups import Member
+from schedlog.eventlog.reader import read_log
+from schedlog.eventlog.session_log import SessionLog
+from schedlog.invariant.logs import validate_log
+
+__all__ = ["SessionController", "SessionHandle", "SessionsDirectory", "encode_session_id"]
+
+_SAFE: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+class SessionHandle(Protocol):
+    """A resolved session: what a delivery group needs from its log."""
+
+    @property
+    def delivered(self) -> Mapping[Member, str]:
+        """Members already delivered in the owned suffix -> the messageId holding them."""
+        ...
+
+    def append(self, event: Mapping[str, Any]) -> object:
+        """Append one event (not yet durable)."""
+        ...
+
+    def flush(self) -> bool:
+        """The durability barrier; False (or an exception) is a failure."""
+        ...
+
+
+class SessionController(Protocol):
+    """Where the host finds sessions (restoring cold ones)."""
+
+    def resolve(self, session_id: str) -> SessionHandle:
+        """The session, restored if needed; raises when it cannot be resolved."""
+        ...
+
+    def discard(self, session_id: str) -> None:
+        """Forget a cached handle after a failure, so the next resolution starts afresh."""
+        ...
+
+    def legacy_reminders(self, session_id: str) -> int:
+        """The number of active legacy (``schedule/change``) reminders in the owned suffix; 0
+        for a session with no log. Raises ``ValueError`` when that fold fails."""
+        ...
+
+
+def encode_session_id(session_id: str) -> str:
+    """``enc(S)`` of §15.4: ``[A-Za-z0-9_.-]`` kept (except a leading ``.``), every other
+    UTF-8 byte written as ``%XX`` in upper-case hex."""
+    out: list[str] = []
+    for i, byte in enumerate(session_id.encode("utf-8", "surrogatepass")):
+        if byte in _SAFE and not (i == 0 and byte == 0x2E):
+            out.append(chr(byte))
+        else:
+            out.append(f"%{byte:02X}")
+    return "".join(out)
+
+
+class SessionsDirectory:
+    """The standalone controller of §15.4: one JSON Lines log per session in ``directory``.
+
+    Open logs are cached for the life of the controller; :meth:`close` closes them.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self._open: dict[str, SessionLog] = {}
+
+    def path_of(self, session_id: str) -> Path:
+        return self.directory / f"{encode_session_id(session_id)}.jsonl"
+
+    def resolve(self, session_id: str) -> SessionLog:
+        log = self._open.get(session_id)
+        if log is None or log.closed:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            log = SessionLog.open(self.path_of(session_id), session_id=session_id)
+            self._open[session_id] = log
+        return log
+
+    def discard(self, session_id: str) -> None:
+        log = self._open.pop(session_id, None)
+        if log is not None:
+            log.close()
+
+    def legacy_reminders(self, session_id: str) -> int:
+        path = self.path_of(session_id)
+        if not path.exists():
+            return 0
+        contents = read_log(path)
+        return len(validate_log(contents).active)
+
+    def close(self) -> None:
+        for session_id in list(self._open):
+            self.discard(session_id)

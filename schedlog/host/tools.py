@@ -1,0 +1,128 @@
+"""The four host tools bound to the calling session (SPEC §11.10).
+
+Every tool returns a value: a view, a list of views, a result, or an error value
+``{"code","message"}``. Storage failures, disposal and unexpected exceptions are
+``internal_error``; the host tools never return ``corrupt_schedule_log``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import structlog
+
+from schedlog.errors import ScheduleError, ScheduleInputError
+from schedlog.host.service import HostService
+from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST, check_every_seconds
+from schedlog.rules.records import check_prompt, check_title
+from schedlog.rules.text import is_trimmed
+from schedlog.rules.update import ABSENT
+
+__all__ = ["INTERNAL_ERROR", "TOOL_NAMES", "HostTools"]
+
+INTERNAL_ERROR: Final = {"code": "internal_error", "message": "The schedule operation failed."}
+TOOL_NAMES: Final = ("schedule_create", "schedule_list", "schedule_delete", "schedule_update")
+MSG_DELETE_ID: Final = "schedule_delete id must be non-empty without surrounding whitespace."
+MSG_UPDATE_ID: Final = "schedule_update id must be non-empty without surrounding whitespace."
+MSG_UPDATE_SELECTOR: Final = (
+    "schedule_update accepts at most one of at, every_seconds, daily, weekly, or cron."
+)
+MSG_UPDATE_NOTHING: Final = (
+    "schedule_update needs a new title, prompt, or one of at, every_seconds, daily, weekly, "
+    "or cron."
+)
+_UPDATE_SELECTORS: Final = ("at", "every_seconds", "daily", "weekly", "cron")
+_UPDATE_KEYS: Final = frozenset({"id", "title", "prompt", *_UPDATE_SELECTORS})
+_CHANGE_KIND: Final = {
+    "at": "at",
+    "every_seconds": "every",
+    "daily": "daily",
+    "weekly": "weekly",
+    "cron": "cron",
+}
+
+_log = structlog.get_logger("schedlog.host")
+
+
+def _check_id(value: object, message: str) -> str:
+    if type(value) is not str or not value or not is_trimmed(value):
+        raise ScheduleInputError("invalid_rule", message)
+    return value
+
+
+class HostTools:
+    """``schedule_create``, ``schedule_list``, ``schedule_delete``, ``schedule_update``."""
+
+    def __init__(self, service: HostService) -> None:
+        self.service = service
+
+    async def call(self, name: str, session_id: str, args: object) -> Any:
+        """Run tool ``name`` for ``session_id``; errors come back as values."""
+        if name not in TOOL_NAMES:
+            raise KeyError(name)
+        tool: Callable[[str, Any], Awaitable[Any]] = getattr(self, name)
+        try:
+            self.service.core.touch_session(session_id)
+            return await tool(session_id, args)
+        except ScheduleInputError as exc:
+            return exc.to_value()
+        except ScheduleError as exc:
+            if exc.code == "internal_error":
+                return dict(INTERNAL_ERROR)
+            return exc.to_value()
+        except Exception as exc:
+            _log.error("tool.failed", tool=name, error=repr(exc))
+            return dict(INTERNAL_ERROR)
+
+    def _view(self, record: Any) -> dict[str, Any]:
+        return record.view(self.service.clock.now_ms(), "host")  # type: ignore[no-any-return]
+
+    async def schedule_create(self, session_id: str, args: object) -> Any:
+        record = await self.service.create(session_id, args)
+        return self._view(record)
+
+    async def schedule_list(self, session_id: str, args: object) -> Any:
+        now = self.service.clock.now_ms()
+        return [r.view(now, "host") for r in self.service.list_records(session_id)]
+
+    async def schedule_delete(self, session_id: str, args: object) -> Any:
+        task_id = _check_id(args.get("id") if isinstance(args, dict) else None, MSG_DELETE_ID)
+        return await self.service.delete(session_id, task_id)
+
+    async def schedule_update(self, session_id: str, args: object) -> Any:
+        if not isinstance(args, dict) or not args.keys() <= _UPDATE_KEYS:
+            raise ScheduleInputError("invalid_selector", MSG_UPDATE_SELECTOR)
+        selectors = [k for k in _UPDATE_SELECTORS if k in args]
+        if len(selectors) > 1:
+            raise ScheduleInputError("invalid_selector", MSG_UPDATE_SELECTOR)
+        task_id = _check_id(args.get("id"), MSG_UPDATE_ID)
+        if not selectors and "title" not in args and "prompt" not in args:
+            raise ScheduleInputError("invalid_selector", MSG_UPDATE_NOTHING)
+        if "title" in args:
+            check_title(args["title"])
+        if "prompt" in args:
+            check_prompt(args["prompt"])
+        if "every_seconds" in args:
+            check_every_seconds(args["every_seconds"], MIN_EVERY_SECONDS_HOST)
+        task = self.service.find(session_id, task_id)
+        if task is None:
+            return {"id": task_id, "updated": False, "code": "schedule_not_found"}
+        if not task.active:
+            return {"id": task_id, "updated": False, "code": "schedule_ended"}
+        change: object = ABSENT
+        if selectors:
+            key = selectors[0]
+            change = {"kind": _CHANGE_KIND[key], key: args[key]}
+        result = await self.service.update(
+            session_id,
+            task_id,
+            task.record.to_json(),
+            change=change,
+            title=args.get("title", ABSENT),
+            prompt=args.get("prompt", ABSENT),
+        )
+        if result.record is None:
+            return result.to_json(id=task_id)
+        # Step 8: a result that carries a record (updated or not) is returned as its view.
+        return self._view(result.record)
