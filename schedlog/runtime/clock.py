@@ -68,6 +68,10 @@ class VirtualClock:
         self._drop_cancelled()
         return self._sleepers[0][0] if self._sleepers else None
 
+    def pending(self) -> list[int]:
+        """The deadlines of the sleepers still waiting, earliest first."""
+        return sorted(deadline for deadline, _, future in self._sleepers if not future.done())
+
     async def settle(self) -> None:
         """Let every runnable task and callback run until the event loop has nothing ready."""
         loop = asyncio.get_running_loop()
