@@ -289,8 +289,27 @@ def _cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    from schedlog.errors import ScheduleError
+    from schedlog.host.migrate import migrate_log
+
+    store = _open_for_read(args)
+    if store is None:
+        return 1
+    try:
+        result = migrate_log(args.log, store, dry_run=args.dry_run)
+    except (ScheduleError, OSError) as exc:
+        code = getattr(exc, "code", "corrupt_schedule_log")
+        write_json_line({"error": {"code": code, "message": str(exc)}})
+        return 1
+    finally:
+        store.close()
+    write_json_line(result)
+    return 0
+
+
 def register(sub: Any) -> None:
-    """Add ``host batch|run|catalog|history`` to the ``schedlog`` sub-command parsers."""
+    """Add ``host batch|run|catalog|history`` and ``migrate`` to the ``schedlog`` parsers."""
     host = sub.add_parser(
         "host",
         help="the host protocol: one task store for all sessions",
@@ -326,3 +345,12 @@ def register(sub: Any) -> None:
     history.add_argument("--before", help="page cursor: a messageId from nextBefore")
     history.add_argument("--json", action="store_true", help="print the SPEC §11.9 page")
     history.set_defaults(func=_cmd_history)
+    migrate = sub.add_parser(
+        "migrate",
+        help="recreate a log's legacy reminders as host tasks (SPEC §16.5)",
+        description="Fold the log's owned suffix and create a host task per active reminder.",
+    )
+    migrate.add_argument("--log", required=True, help="the session log (never modified)")
+    _store_args(migrate)
+    migrate.add_argument("--dry-run", action="store_true", help="report without writing")
+    migrate.set_defaults(func=_cmd_migrate)
