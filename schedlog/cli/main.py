@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from schedlog.cli import rules_cmd
+from schedlog.cli import host_cmd, logs_cmd, rules_cmd, session_cmd
 
 __all__ = ["build_parser", "main"]
 
@@ -21,6 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     rules_cmd.register(sub)
+    logs_cmd.register(sub)
+    session_cmd.register(sub)
+    host_cmd.register(sub)
     return parser
 
 
