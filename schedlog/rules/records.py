@@ -1,0 +1,429 @@
+"""Record decoders (SPEC §6.1, §6.3-§6.5) and record construction from create arguments
+(§10.5 steps 1-4 and 8, §11.10 steps 1-6 with §11.5 step 4).
+
+Decoders are strict and never recompute anything: a stored ``scheduledAt`` is a committed
+target (§7.8) and a stored ``timeZone`` keeps its spelling. Every decoder failure is a
+:class:`CorruptScheduleError` whose message names the field. Builders raise
+:class:`ScheduleInputError` with the codes and messages of the tools.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, NamedTuple, cast
+
+from schedlog.errors import CorruptScheduleError, ScheduleInputError
+from schedlog.rules.at import parse_at, parse_normalized_time
+from schedlog.rules.calendar import parse_calendar
+from schedlog.rules.cron import CronRule, parse_cron
+from schedlog.rules.decide import (
+    MIN_EVERY_SECONDS_HOST,
+    MIN_EVERY_SECONDS_SESSION,
+    cached_cron,
+    check_after_seconds,
+    check_every_seconds,
+    first_after,
+    first_calendar,
+    first_cron,
+    first_every,
+)
+from schedlog.rules.instants import parse_canonical_instant
+from schedlog.rules.record import Kind, Record
+from schedlog.rules.text import is_blank, is_trimmed, js_trim, json_int, utf16_len
+from schedlog.rules.zones import Zone, check_time_zone
+
+__all__ = [
+    "HOST_SELECTORS",
+    "MAX_EVERY_SECONDS",
+    "MSG_HOST_SELECTOR",
+    "MSG_PROMPT",
+    "MSG_SESSION_SELECTOR",
+    "MSG_TITLE_LENGTH",
+    "MSG_TITLE_REQUIRED",
+    "SESSION_SELECTORS",
+    "CreateRequest",
+    "build_host_record",
+    "build_session_record",
+    "build_timing_record",
+    "check_prompt",
+    "check_title",
+    "decode_host_record",
+    "decode_legacy_record",
+    "parse_cron_selector",
+    "record_from_json",
+    "validate_host_create_args",
+    "validate_session_create_args",
+]
+
+#: Largest ``everySeconds`` whose interval in milliseconds is still a safe integer (§6.3).
+MAX_EVERY_SECONDS: Final = 9_007_199_254_740
+TITLE_MAX_UNITS: Final = 120
+
+MSG_PROMPT: Final = "prompt must be non-empty after trimming."
+MSG_TITLE_REQUIRED: Final = "title is required and must be non-empty after trimming."
+MSG_TITLE_LENGTH: Final = "title must be at most 120 characters."
+MSG_SESSION_SELECTOR: Final = (
+    "schedule_create accepts exactly one of after_seconds, at, or every_seconds."
+)
+MSG_HOST_SELECTOR: Final = (
+    "schedule_create accepts exactly one of after_seconds, at, every_seconds, daily, weekly,"
+    " or cron."
+)
+MSG_CRON_SHAPE: Final = "cron must be an object with exactly expression and time_zone."
+
+SESSION_SELECTORS: Final = ("after_seconds", "at", "every_seconds")
+HOST_SELECTORS: Final = ("after_seconds", "at", "every_seconds", "daily", "weekly", "cron")
+_SESSION_ARG_KEYS: Final = frozenset({"prompt", *SESSION_SELECTORS})
+_HOST_ARG_KEYS: Final = frozenset({"prompt", "title", *HOST_SELECTORS})
+_CRON_KEYS: Final = frozenset({"expression", "time_zone"})
+
+Selector = Literal["after_seconds", "at", "every_seconds", "daily", "weekly", "cron"]
+
+# --- decoders --------------------------------------------------------------------------------
+
+#: The kind-specific keys of each record shape, in table order (§6.2).
+_KIND_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "after": ("afterSeconds",),
+    "at": (),
+    "every": ("everySeconds",),
+    "daily": ("time", "timeZone"),
+    "weekly": ("time", "timeZone", "weekdays"),
+    "cron": ("expression", "timeZone"),
+}
+_LEGACY_KINDS: Final = ("after", "at", "every")
+_HOST_KINDS: Final = ("after", "at", "every", "daily", "weekly", "cron")
+
+
+def _corrupt(field: str, requirement: str) -> CorruptScheduleError:
+    return CorruptScheduleError(f"schedule record {field} {requirement}")
+
+
+def _stored_title(value: object) -> str:
+    """§6.1 stored-title rules: non-blank string, raw length <= 120 units, already trimmed."""
+    if type(value) is not str or is_blank(value):
+        raise _corrupt("title", "is required and must be non-empty after trimming")
+    if utf16_len(value) > TITLE_MAX_UNITS:
+        raise _corrupt("title", "must be at most 120 characters")
+    if not is_trimmed(value):
+        raise _corrupt("title", "must be a trimmed string")
+    return value
+
+
+def _stored_weekdays(value: object) -> tuple[int, ...]:
+    days: list[int] = []
+    if type(value) is list and value:
+        for element in value:
+            n = json_int(element)
+            if n is None or not 1 <= n <= 7 or (days and n <= days[-1]):
+                days = []
+                break
+            days.append(n)
+    if not days:
+        raise _corrupt(
+            "weekdays", "must be a non-empty strictly ascending array of ISO weekdays 1 through 7"
+        )
+    return tuple(days)
+
+
+def _stored_zone(value: object) -> str:
+    try:
+        check_time_zone(value)
+    except ScheduleInputError:
+        raise _corrupt("timeZone", "must be UTC or a valid IANA Area/Location name") from None
+    assert type(value) is str
+    return value
+
+
+def _stored_expression(value: object) -> str:
+    if type(value) is not str:
+        raise _corrupt("expression", "must be a cron expression string")
+    try:
+        rule = cached_cron(value)
+    except ScheduleInputError as exc:
+        raise _corrupt("expression", f"is not a valid cron expression: {exc.message}") from None
+    if rule.canonical != value:
+        raise _corrupt("expression", "is not canonical: cron expression must be canonical")
+    return value
+
+
+def _decode(value: object, *, host: bool) -> Record:
+    """The shared decoder: check order of §6.5, first failure wins."""
+    if not isinstance(value, dict):
+        raise CorruptScheduleError("schedule record must be a JSON object")
+    title: str | None = None
+    if host or "title" in value:
+        title = _stored_title(value.get("title"))
+    kind = value.get("kind")
+    kinds = _HOST_KINDS if host else _LEGACY_KINDS
+    if type(kind) is not str or kind not in kinds:
+        raise _corrupt("kind", f"must be one of {', '.join(kinds)}")
+    specific = _KIND_FIELDS[kind]
+    keys = ("id", "kind", *(("title",) if title is not None else ()), "prompt", *specific)
+    keys = (*keys, "scheduledAt")
+    if value.keys() != set(keys):
+        raise CorruptScheduleError(
+            f"schedule record keys for kind {kind} must be exactly {', '.join(keys)}"
+        )
+    record_id = value["id"]
+    if type(record_id) is not str or not record_id or not is_trimmed(record_id):
+        raise _corrupt("id", "must be a non-empty trimmed string")
+    prompt = value["prompt"]
+    if type(prompt) is not str or is_blank(prompt) or not is_trimmed(prompt):
+        raise _corrupt("prompt", "must be a non-empty trimmed string")
+
+    after_seconds: int | None = None
+    every_seconds: int | None = None
+    time: str | None = None
+    time_zone: str | None = None
+    expression: str | None = None
+    weekdays: tuple[int, ...] | None = None
+    if kind == "after":
+        after_seconds = json_int(value["afterSeconds"])
+        if after_seconds is None or after_seconds < 1:
+            raise _corrupt("afterSeconds", "must be a positive safe integer")
+    elif kind == "every":
+        minimum = MIN_EVERY_SECONDS_HOST if host else MIN_EVERY_SECONDS_SESSION
+        every_seconds = json_int(value["everySeconds"])
+        if every_seconds is None or every_seconds < minimum:
+            raise _corrupt("everySeconds", f"must be a safe integer of at least {minimum}")
+        if every_seconds > MAX_EVERY_SECONDS:
+            raise _corrupt("everySeconds", f"must be at most {MAX_EVERY_SECONDS}")
+    elif kind in ("daily", "weekly"):
+        raw_time = value["time"]
+        if type(raw_time) is not str or parse_normalized_time(raw_time) is None:
+            raise _corrupt("time", "must be a normalized HH:MM:SS.mmm time of day")
+        time = raw_time
+        time_zone = _stored_zone(value["timeZone"])
+        if kind == "weekly":
+            weekdays = _stored_weekdays(value["weekdays"])
+    elif kind == "cron":
+        expression = _stored_expression(value["expression"])
+        time_zone = _stored_zone(value["timeZone"])
+
+    scheduled_at = parse_canonical_instant(value["scheduledAt"])
+    if scheduled_at is None:
+        raise _corrupt("scheduledAt", "must be a canonical YYYY-MM-DDTHH:MM:SS.mmmZ instant")
+    return Record(
+        id=record_id,
+        kind=cast(Kind, kind),
+        prompt=prompt,
+        scheduled_at=scheduled_at,
+        title=title,
+        after_seconds=after_seconds,
+        every_seconds=every_seconds,
+        time=time,
+        time_zone=time_zone,
+        weekdays=weekdays,
+        expression=expression,
+    )
+
+
+def decode_legacy_record(value: object) -> Record:
+    """Decode a session-local (legacy) record (SPEC §6.3): kinds after, at, every; optional title.
+
+    Raises :class:`CorruptScheduleError` (``corrupt_schedule_log``) naming the failing field.
+    """
+    return _decode(value, host=False)
+
+
+def decode_host_record(value: object) -> Record:
+    """Decode a host record (SPEC §6.4): all six kinds; ``title`` required and checked first.
+
+    Raises :class:`CorruptScheduleError` (``corrupt_schedule_log``) naming the failing field.
+    """
+    return _decode(value, host=True)
+
+
+def record_from_json(value: object, protocol: Literal["host", "legacy", "auto"]) -> Record:
+    """Decode with the named decoder; ``auto`` is the batch ``decide`` rule (§15.2): the host
+    decoder when the object has a ``title`` key, the legacy decoder otherwise."""
+    if protocol == "auto":
+        host = isinstance(value, dict) and "title" in value
+    else:
+        host = protocol == "host"
+    return _decode(value, host=host)
+
+
+# --- create arguments ------------------------------------------------------------------------
+
+
+class CreateRequest(NamedTuple):
+    """Create arguments that passed the shape-only checks (no clock, no persistence)."""
+
+    selector: Selector
+    value: object  #: the raw selector value; numeric selectors are already checked
+    prompt: str  #: trimmed
+    title: str | None  #: trimmed; None for the session-local protocol
+
+
+def check_prompt(value: object) -> str:
+    """A prompt argument: a string, non-blank after trimming; returns it trimmed (§6.1)."""
+    if type(value) is not str or is_blank(value):
+        raise ScheduleInputError("invalid_prompt", MSG_PROMPT)
+    return js_trim(value)
+
+
+def check_title(value: object) -> str:
+    """A title argument at creation or update [H]: returns it trimmed (§6.1)."""
+    if type(value) is not str or is_blank(value):
+        raise ScheduleInputError("invalid_prompt", MSG_TITLE_REQUIRED)
+    trimmed = js_trim(value)
+    if utf16_len(trimmed) > TITLE_MAX_UNITS:
+        raise ScheduleInputError("invalid_prompt", MSG_TITLE_LENGTH)
+    return trimmed
+
+
+def _only_selector(
+    args: object, allowed: frozenset[str], selectors: tuple[str, ...], message: str
+) -> tuple[dict[object, object], Selector]:
+    if not isinstance(args, dict) or not args.keys() <= allowed:
+        raise ScheduleInputError("invalid_selector", message)
+    present = [key for key in selectors if key in args]
+    if len(present) != 1:
+        raise ScheduleInputError("invalid_selector", message)
+    return args, cast(Selector, present[0])
+
+
+def _check_numeric(selector: Selector, value: object, every_minimum: int) -> None:
+    if selector == "after_seconds":
+        check_after_seconds(value)
+    elif selector == "every_seconds":
+        check_every_seconds(value, every_minimum)
+
+
+def validate_session_create_args(args: object) -> CreateRequest:
+    """Shape-only checks of session-local ``schedule_create`` (SPEC §10.5 steps 1-4).
+
+    Selector (``invalid_selector``; ``title`` is an unknown key here), prompt
+    (``invalid_prompt``), then ``after_seconds`` / ``every_seconds`` (``invalid_rule``,
+    ``frequency_too_high`` below 300). Needs neither the clock nor persistence.
+    """
+    mapping, selector = _only_selector(
+        args, _SESSION_ARG_KEYS, SESSION_SELECTORS, MSG_SESSION_SELECTOR
+    )
+    prompt = check_prompt(mapping.get("prompt"))
+    value = mapping[selector]
+    _check_numeric(selector, value, MIN_EVERY_SECONDS_SESSION)
+    return CreateRequest(selector, value, prompt, None)
+
+
+def validate_host_create_args(args: object) -> CreateRequest:
+    """Shape-only checks of host ``schedule_create`` (SPEC §11.10 steps 1-6).
+
+    Selector, prompt, title required, title length, then ``after_seconds`` / ``every_seconds``
+    (``frequency_too_high`` below 60). Needs neither the clock nor persistence.
+    """
+    mapping, selector = _only_selector(args, _HOST_ARG_KEYS, HOST_SELECTORS, MSG_HOST_SELECTOR)
+    prompt = check_prompt(mapping.get("prompt"))
+    title = check_title(mapping.get("title"))
+    value = mapping[selector]
+    _check_numeric(selector, value, MIN_EVERY_SECONDS_HOST)
+    return CreateRequest(selector, value, prompt, title)
+
+
+def parse_cron_selector(value: object) -> tuple[CronRule, Zone, str]:
+    """A ``cron`` selector ``{"expression","time_zone"}`` (SPEC §8.1): the parsed rule, the
+    zone and its canonical name. The expression is checked before the zone."""
+    if not isinstance(value, dict) or value.keys() != _CRON_KEYS:
+        raise ScheduleInputError("invalid_rule", MSG_CRON_SHAPE)
+    rule = parse_cron(value["expression"])
+    zone, canonical = check_time_zone(value["time_zone"])
+    return rule, zone, canonical
+
+
+def build_timing_record(
+    selector: Selector,
+    value: object,
+    *,
+    id: str,
+    prompt: str,
+    title: str | None,
+    now: int,
+    every_minimum: int,
+) -> Record:
+    """Build a record from one selector at clock sample ``now`` (epoch ms), as at creation.
+
+    ``prompt`` and ``title`` must already be validated and trimmed. Raises
+    :class:`ScheduleInputError` (``invalid_rule``, ``invalid_time_zone``, ``frequency_too_high``,
+    ``time_out_of_range``, ``not_future``).
+    """
+    if selector == "after_seconds":
+        seconds = check_after_seconds(value)
+        target = first_after(seconds, now)
+        return Record(
+            id=id,
+            kind="after",
+            title=title,
+            prompt=prompt,
+            after_seconds=seconds,
+            scheduled_at=target,
+        )
+    if selector == "at":
+        target = parse_at(value, now)
+        return Record(id=id, kind="at", title=title, prompt=prompt, scheduled_at=target)
+    if selector == "every_seconds":
+        seconds = check_every_seconds(value, every_minimum)
+        target = first_every(seconds, now, every_minimum)
+        return Record(
+            id=id,
+            kind="every",
+            title=title,
+            prompt=prompt,
+            every_seconds=seconds,
+            scheduled_at=target,
+        )
+    if selector in ("daily", "weekly"):
+        rule = parse_calendar(selector, value)
+        target = first_calendar(rule, now)
+        return Record(
+            id=id,
+            kind=rule.kind,
+            title=title,
+            prompt=prompt,
+            time=rule.time,
+            time_zone=rule.time_zone,
+            weekdays=rule.weekdays,
+            scheduled_at=target,
+        )
+    cron, zone, canonical = parse_cron_selector(value)
+    target = first_cron(cron, zone, now)
+    return Record(
+        id=id,
+        kind="cron",
+        title=title,
+        prompt=prompt,
+        expression=cron.canonical,
+        time_zone=canonical,
+        scheduled_at=target,
+    )
+
+
+def build_session_record(args: object, *, id: str, now: int) -> Record:
+    """The record session-local ``schedule_create`` builds at ``now`` (SPEC §10.5 steps 1-4, 8).
+
+    ``id`` is the allocated id (§10.4); ``now`` is the one clock sample, epoch ms.
+    """
+    request = validate_session_create_args(args)
+    return build_timing_record(
+        request.selector,
+        request.value,
+        id=id,
+        prompt=request.prompt,
+        title=None,
+        now=now,
+        every_minimum=MIN_EVERY_SECONDS_SESSION,
+    )
+
+
+def build_host_record(args: object, *, id: str, now: int) -> Record:
+    """The record host ``schedule_create`` builds at ``now`` (SPEC §11.10 steps 1-6, §11.5
+    step 4), for all six kinds. ``now`` is the one clock sample, epoch ms."""
+    request = validate_host_create_args(args)
+    return build_timing_record(
+        request.selector,
+        request.value,
+        id=id,
+        prompt=request.prompt,
+        title=request.title,
+        now=now,
+        every_minimum=MIN_EVERY_SECONDS_HOST,
+    )
