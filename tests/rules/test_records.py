@@ -975,6 +975,69 @@ def test_host_shape_errors(args: object, code: str, message: str) -> None:
     input_error(code, message, build_host_record, args, id="schedule-1", now=NOW)
 
 
+CANONICAL_ZONES = [
+    ("us-eastern", "US/Eastern", "America/New_York"),
+    ("asia-calcutta", "Asia/Calcutta", "Asia/Kolkata"),
+    ("europe-kiev", "Europe/Kiev", "Europe/Kyiv"),
+    ("amsterdam-stays", "Europe/Amsterdam", "Europe/Amsterdam"),
+    ("etc-utc", "Etc/UTC", "UTC"),
+    ("etc-zulu", "Etc/Zulu", "UTC"),
+    ("etc-gmt-stays", "Etc/GMT", "Etc/GMT"),
+    ("lower-case", "asia/shanghai", "Asia/Shanghai"),
+]
+
+
+@pytest.mark.parametrize(
+    ("given_zone", "stored"), [v[1:] for v in CANONICAL_ZONES], ids=[v[0] for v in CANONICAL_ZONES]
+)
+@pytest.mark.parametrize("selector", ["daily", "weekly", "cron"])
+def test_creation_stores_the_canonical_zone(selector: str, given_zone: str, stored: str) -> None:
+    value: dict[str, object] = {"time": "09:00:00", "time_zone": given_zone}
+    if selector == "weekly":
+        value["weekdays"] = [1]
+    if selector == "cron":
+        value = {"expression": "0 9 * * *", "time_zone": given_zone}
+    rec = build_host_record(host_args(**{selector: value}), id="x", now=NOW)
+    assert rec.time_zone == stored
+
+
+TRIM_CASES = [
+    ("spec-2.1-ideographic-and-nbsp", "\u3000Weekly sync\u00a0", "Weekly sync"),
+    ("zero-width-space-kept", "\u200bx", "\u200bx"),
+    ("next-line-kept", "\u0085x\u0085", "\u0085x\u0085"),
+    ("bom-trimmed", "\ufeffx\u2029", "x"),
+]
+
+
+@pytest.mark.parametrize(
+    ("raw", "trimmed"), [v[1:] for v in TRIM_CASES], ids=[v[0] for v in TRIM_CASES]
+)
+def test_title_and_prompt_use_javascript_trim(raw: str, trimmed: str) -> None:
+    rec = build_host_record({"prompt": raw, "title": raw, "after_seconds": 60}, id="x", now=NOW)
+    assert (rec.title, rec.prompt) == (trimmed, trimmed)
+    session = build_session_record({"prompt": raw, "after_seconds": 60}, id="x", now=NOW)
+    assert session.prompt == trimmed
+
+
+def test_negative_zero_is_zero() -> None:
+    input_error(
+        "invalid_rule",
+        "after_seconds must be a positive safe integer.",
+        build_session_record,
+        {"prompt": "P", "after_seconds": -0.0},
+        id="x",
+        now=NOW,
+    )
+    input_error(
+        "frequency_too_high",
+        "every_seconds must be at least 60.",
+        build_host_record,
+        host_args(every_seconds=-0.0),
+        id="x",
+        now=NOW,
+    )
+
+
 def test_host_title_limits() -> None:
     rec = build_host_record(
         {"prompt": "P", "title": TITLE_120, "after_seconds": 60}, id="x", now=NOW
