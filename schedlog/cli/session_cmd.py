@@ -7,15 +7,21 @@ the real clock and prints each delivery as it happens.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import sys
 from typing import Any, TextIO
 
 import structlog
 
-from schedlog.cli.common import parse_request_instant, require, run_batch
-from schedlog.runtime.batch import BatchSession
+from schedlog.cli.common import parse_request_instant, require, run_batch, write_json_line
+from schedlog.runtime.batch import BatchSession, delivery_json
+from schedlog.runtime.clock import SystemClock
+from schedlog.runtime.engine import SessionEngine
+from schedlog.runtime.interfaces import Clock, FollowupMessage
+from schedlog.runtime.session_file import FileSession
 
-__all__ = ["configure_diagnostics", "register", "session_batch_handlers"]
+__all__ = ["configure_diagnostics", "register", "run_live_session", "session_batch_handlers"]
 
 
 def configure_diagnostics(stream: TextIO | None = None) -> None:
@@ -52,6 +58,21 @@ def register(subparsers: Any) -> None:
         help="sessionId of a new log (default: the file name without .jsonl)",
     )
     batch.set_defaults(func=_batch_main)
+    run = commands.add_parser(
+        "run",
+        help="run the live owner on the real clock and print each delivery (Ctrl-C stops)",
+        description=(
+            "Run the live owner of one session log on the real clock, with an always-idle "
+            "agent. Each delivery is printed as one JSON line {messageId, text, reminders}."
+        ),
+    )
+    run.add_argument("--log", required=True, metavar="PATH", help="the session log")
+    run.add_argument(
+        "--session-id",
+        metavar="S",
+        help="sessionId of a new log (default: the file name without .jsonl)",
+    )
+    run.set_defaults(func=_run_main)
 
 
 def session_batch_handlers(session: BatchSession) -> dict[str, Any]:
@@ -91,4 +112,43 @@ def _batch_main(args: argparse.Namespace) -> int:
         run_batch(sys.stdin, session_batch_handlers(session))
     finally:
         session.close()
+    return 0
+
+
+async def run_live_session(
+    path: str,
+    *,
+    clock: Clock,
+    stop: asyncio.Event,
+    session_id: str | None = None,
+    out: TextIO | None = None,
+) -> FileSession:
+    """Run the live owner of the log at ``path`` until ``stop`` is set, printing each delivery
+    as a JSON line; then dispose the owner and close the log. Returns the session."""
+
+    def show(message: FollowupMessage) -> None:
+        write_json_line(delivery_json(message), out)
+
+    session = FileSession(path, session_id=session_id, on_followup=show)
+    engine = SessionEngine(session, session, clock)
+    engine.start()
+    try:
+        await stop.wait()
+    finally:
+        await engine.dispose()
+        session.close()
+    return session
+
+
+def _run_main(args: argparse.Namespace) -> int:
+    configure_diagnostics()
+
+    async def main() -> None:
+        await run_live_session(
+            args.log, clock=SystemClock(), stop=asyncio.Event(), session_id=args.session_id
+        )
+
+    # On Ctrl-C asyncio.run cancels the main task, which disposes the owner on its way out.
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
     return 0
