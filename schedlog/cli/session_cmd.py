@@ -16,12 +16,19 @@ import structlog
 
 from schedlog.cli.common import parse_request_instant, require, run_batch, write_json_line
 from schedlog.runtime.batch import BatchSession, delivery_json
+from schedlog.runtime.catalog import catalog, catalog_markdown
 from schedlog.runtime.clock import SystemClock
 from schedlog.runtime.engine import SessionEngine
 from schedlog.runtime.interfaces import Clock, FollowupMessage
 from schedlog.runtime.session_file import FileSession
 
-__all__ = ["configure_diagnostics", "register", "run_live_session", "session_batch_handlers"]
+__all__ = [
+    "configure_diagnostics",
+    "register",
+    "register_tools",
+    "run_live_session",
+    "session_batch_handlers",
+]
 
 
 def configure_diagnostics(stream: TextIO | None = None) -> None:
@@ -73,6 +80,27 @@ def register(subparsers: Any) -> None:
         help="sessionId of a new log (default: the file name without .jsonl)",
     )
     run.set_defaults(func=_run_main)
+
+
+def register_tools(subparsers: Any) -> None:
+    """Add ``tools catalog --protocol session-local [--format json|markdown]``."""
+    tools = subparsers.add_parser("tools", help="describe the tools given to the model")
+    commands = tools.add_subparsers(dest="tools_command", required=True, metavar="COMMAND")
+    catalog_parser = commands.add_parser(
+        "catalog",
+        help="print tool descriptions with JSON Schemas of parameters and results",
+    )
+    catalog_parser.add_argument("--protocol", required=True, choices=["session-local"])
+    catalog_parser.add_argument("--format", choices=["json", "markdown"], default="json")
+    catalog_parser.set_defaults(func=_catalog_main)
+
+
+def _catalog_main(args: argparse.Namespace) -> int:
+    if args.format == "markdown":
+        sys.stdout.write(catalog_markdown())
+    else:
+        write_json_line(catalog())
+    return 0
 
 
 def session_batch_handlers(session: BatchSession) -> dict[str, Any]:

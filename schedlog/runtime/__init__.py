@@ -1,0 +1,43 @@
+"""The session-local engine (SPEC §10.5-§10.8, §12): tools, the live owner, and the interfaces
+an agent runtime implements to embed it."""
+
+from schedlog.runtime.batch import BatchSession
+from schedlog.runtime.clock import MAX_WAIT_MS, SystemClock, VirtualClock
+from schedlog.runtime.delivery import Outcome, Selection, deliver_claimed, drive_pass, select_due
+from schedlog.runtime.engine import SessionEngine
+from schedlog.runtime.interfaces import (
+    Agent,
+    Clock,
+    FollowupMessage,
+    LogHeader,
+    MaintenanceClaim,
+    SessionLog,
+)
+from schedlog.runtime.owner import LiveOwner
+from schedlog.runtime.queue import SerialQueue
+from schedlog.runtime.session_file import FileSession
+from schedlog.runtime.tools import PersistenceUncertain, SessionTools
+
+__all__ = [
+    "MAX_WAIT_MS",
+    "Agent",
+    "BatchSession",
+    "Clock",
+    "FileSession",
+    "FollowupMessage",
+    "LiveOwner",
+    "LogHeader",
+    "MaintenanceClaim",
+    "Outcome",
+    "PersistenceUncertain",
+    "Selection",
+    "SerialQueue",
+    "SessionEngine",
+    "SessionLog",
+    "SessionTools",
+    "SystemClock",
+    "VirtualClock",
+    "deliver_claimed",
+    "drive_pass",
+    "select_due",
+]
