@@ -10,14 +10,14 @@ no instant; a repeated local time (an overlap) resolves to the **earlier** insta
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from bisect import bisect_right
 from functools import cache
 from importlib import resources
 from typing import Final
-from zoneinfo import ZoneInfo
 
 from schedlog.errors import ScheduleInputError
-from schedlog.rules.instants import DAY_MS, MAX_MS, MIN_MS
+from schedlog.rules._tzif import offset_table, read_tzif
+from schedlog.rules.instants import DAY_MS
 
 __all__ = [
     "Zone",
@@ -85,42 +85,58 @@ def zone_names() -> list[str]:
 
 
 class Zone:
-    """UTC offsets of one zone of the bundled data, by UTC instant in epoch ms."""
+    """UTC offsets of one zone of the bundled data, by UTC instant in epoch ms.
 
-    __slots__ = ("_info", "name")
+    The zone's TZif file is read once, into a sorted list of the instants where the offset
+    changes (explicit transitions, then the POSIX footer rule carried up to year 10000), so a
+    lookup is one bisection and never touches ``datetime``.
+    """
+
+    __slots__ = ("_offsets", "_transitions", "name")
 
     def __init__(self, name: str) -> None:
         self.name = name
         data = resources.files("tzdata").joinpath("zoneinfo", *name.split("/")).read_bytes()
-        from io import BytesIO
-
-        self._info = ZoneInfo.from_file(BytesIO(data), key=name)
+        self._transitions, self._offsets = offset_table(read_tzif(data))
 
     def offset(self, u: int) -> int:
         """Offset in ms in effect at instant ``u``; outside [MIN, MAX] the nearer bound's."""
-        # datetime cannot step outside years 1..9999; no zone changes offset in the first or
-        # last two days of that range, so clamping there gives the bound's offset.
-        u = min(max(u, MIN_MS + 2 * DAY_MS), MAX_MS - 2 * DAY_MS)
-        dt = _EPOCH + timedelta(milliseconds=u)
-        off = self._info.utcoffset(dt.astimezone(self._info))
-        assert off is not None
-        return off // timedelta(milliseconds=1)
+        # The table holds no transitions outside (MIN, MAX], which gives the clamping for free.
+        return self._offsets[bisect_right(self._transitions, u)]
+
+    def local(self, u: int) -> int:
+        """The local wall-clock value of instant ``u``, in epoch ms read as if it were UTC."""
+        return u + self._offsets[bisect_right(self._transitions, u)]
 
     def resolve_local(self, local_ms: int) -> int | None:
-        """The earliest instant whose local wall-clock value is ``local_ms``, or None in a gap."""
-        offsets = {self.offset(local_ms + k * DAY_MS // 2) for k in range(-4, 5)}
-        best: int | None = None
-        for o in offsets:
-            u = local_ms - o
-            if self.offset(u) == o and (best is None or u < best):
-                best = u
-        return best
+        """The earliest instant whose local wall-clock value is ``local_ms``, or None in a gap.
+
+        Policy (SPEC §4.4): a nonexistent local time (a DST gap) has no instant; a repeated one
+        (an overlap) resolves to the earliest instant. Results may lie outside [MIN, MAX]; the
+        caller decides what that means.
+        """
+        transitions = self._transitions
+        offsets = self._offsets
+        # Every offset is well under a day, so each candidate u = local_ms - offset lies within
+        # the window, and only the offsets in effect somewhere inside it can produce one.
+        i = bisect_right(transitions, local_ms - _WINDOW_MS)
+        n = len(transitions)
+        if i == n or transitions[i] > local_ms + _WINDOW_MS:
+            return local_ms - offsets[i]
+        j = bisect_right(transitions, local_ms + _WINDOW_MS, i)
+        # Interval k is [transitions[k - 1], transitions[k]) with offsets[k]; the intervals are
+        # ordered, so the first one holding its own candidate holds the earliest candidate.
+        for k in range(i, j + 1):
+            u = local_ms - offsets[k]
+            if (k == 0 or transitions[k - 1] <= u) and (k == n or u < transitions[k]):
+                return u
+        return None
 
     def __repr__(self) -> str:
         return f"Zone({self.name!r})"
 
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_WINDOW_MS: Final = 2 * DAY_MS
 
 
 @cache
