@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TextIO
 
 from schedlog.errors import ScheduleError
@@ -81,7 +81,7 @@ Handler = Callable[[dict[str, Any]], Any]
 
 
 def run_batch(
-    lines: Iterable[str], handlers: dict[str, Handler], out: TextIO | None = None
+    lines: Iterable[str], handlers: Mapping[str, Handler], out: TextIO | None = None
 ) -> None:
     """Answer each request line with exactly one ``{"ok":…}`` or ``{"error":…}`` line.
 
