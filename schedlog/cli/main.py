@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from schedlog.cli import host_cmd, logs_cmd, rules_cmd, session_cmd
+from schedlog.host.validate import validate_store_report
 
 __all__ = ["build_parser", "main"]
 
@@ -21,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     rules_cmd.register(sub)
-    logs_cmd.register(sub)
+    logs_cmd.register(sub, validate_store=validate_store_report)
     session_cmd.register(sub)
     host_cmd.register(sub)
     return parser

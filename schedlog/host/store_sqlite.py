@@ -73,11 +73,12 @@ def _decode_row(seq: int, key: str, session_id: str, body: str) -> StoredTask:
     return StoredTask(seq, task)
 
 
-def validate_sqlite(path: Path) -> list[StoredTask]:
-    """Validate an existing, non-empty SQLite store read-only; the tasks in storage order.
+def validate_sqlite(path: Path) -> int:
+    """Validate an existing, non-empty SQLite store read-only; the number of tasks.
 
     Order (§11.3): an SQLite database at all, the meta table and its rows, the version
-    (``user_version`` and ``unit.version``), the tasks table, then each row by ``seq``.
+    (``user_version`` and ``unit.version``), the tasks table, then each row by ``seq``. Rows
+    are decoded one at a time and not kept, so validating a large store takes little memory.
     """
     try:
         conn = sqlite3.connect(_read_only_uri(path), uri=True)
@@ -101,15 +102,16 @@ def validate_sqlite(path: Path) -> list[StoredTask]:
             if "tasks" not in names or _columns(conn, "tasks") != _TASK_COLUMNS:
                 raise _malformed("schedule store has no tasks table")
             rows = conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
-            out: list[StoredTask] = []
+            count = 0
             for seq, key, session_id, body in rows:
                 try:
                     if not all(isinstance(v, str) for v in (key, session_id, body)):
                         raise InvalidTaskError("schedule task columns must be text")
-                    out.append(_decode_row(seq, key, session_id, body))
+                    _decode_row(seq, key, session_id, body)
                 except InvalidTaskError as exc:
                     raise StoreOpenError("invalid-record", f"task {key!r}: {exc.message}") from None
-            return out
+                count += 1
+            return count
         except sqlite3.Error as exc:
             message = f"schedule store {path} is not a readable SQLite database: {exc}"
             raise _malformed(message) from None
