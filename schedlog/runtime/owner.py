@@ -46,8 +46,8 @@ class LiveOwner:
     """Delivers the due reminders of one live session; see the module docstring.
 
     ``state`` is ``new`` until :meth:`start`, then ``running``, ``faulted`` after a corrupt
-    log or a failed dispatch append, ``disposed`` after :meth:`dispose`. ``deliveries`` counts
-    the outcomes of delivery steps, for embedders that want to observe the owner.
+    log or a failed dispatch append, ``disposed`` after :meth:`dispose`. ``last_outcome`` is
+    the outcome of the latest decision or delivery step, for embedders that observe the owner.
     """
 
     def __init__(
@@ -58,7 +58,7 @@ class LiveOwner:
         self.clock = clock
         self.queue = queue if queue is not None else SerialQueue()
         self.state: OwnerState = "new"
-        self.outcomes: list[Outcome] = []
+        self.last_outcome: Outcome | None = None
         self._wake = asyncio.Event()
         self._disposed = asyncio.Event()
         self._driver: asyncio.Task[None] | None = None
@@ -152,7 +152,7 @@ class LiveOwner:
                 return
 
     def _record(self, outcome: Outcome) -> Outcome:
-        self.outcomes.append(outcome)
+        self.last_outcome = outcome
         if outcome.kind == "faulted":
             self.state = "faulted"
             self._cancel_timer()
