@@ -19,6 +19,8 @@ from schedlog.cli.common import (
     write_json_line,
 )
 from schedlog.errors import ScheduleError
+from schedlog.eventlog import change_to_json, decode_change, event_from_value
+from schedlog.fold import fold
 from schedlog.rules.at import parse_at
 from schedlog.rules.cron import canonical_cron
 from schedlog.rules.decide import decide
@@ -29,6 +31,7 @@ from schedlog.rules.records import (
     build_session_record,
     decode_host_record,
     decode_legacy_record,
+    record_from_json,
 )
 from schedlog.rules.text import JSONSyntaxError, is_trimmed, loads_strict
 from schedlog.rules.update import ABSENT as ABSENT_UPDATE
@@ -42,9 +45,7 @@ _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 def decode_any_record(value: object) -> Record:
     """Host decoder when the record has a ``title`` key, legacy otherwise (SPEC §15.2 decide)."""
-    if isinstance(value, dict) and "title" in value:
-        return decode_host_record(value)
-    return decode_legacy_record(value)
+    return record_from_json(value, "auto")
 
 
 def decision_json(record: Record, at: int) -> dict[str, str]:
@@ -146,10 +147,24 @@ def _op_update(req: dict[str, Any]) -> Any:
         title=req.get("title", ABSENT_UPDATE),
         prompt=req.get("prompt", ABSENT_UPDATE),
     )
-    if result.code is not None:
-        return {"updated": False, "code": result.code}
-    assert result.record is not None
-    return {"updated": result.updated, "record": result.record.to_json()}
+    return result.to_json()
+
+
+def _op_decode_change(req: dict[str, Any]) -> Any:
+    if "change" not in req:
+        raise InvalidRequest("change is required.")
+    return change_to_json(decode_change(req["change"]))
+
+
+def _op_fold(req: dict[str, Any]) -> Any:
+    events = require(req, "events", list)
+    state = fold(
+        [event_from_value(value) for value in events], seed_length=req.get("seedLength", 0)
+    )
+    return {
+        "active": [record.to_json() for record in state.active],
+        "seenIds": list(state.seen_ids),
+    }
 
 
 RULES_OPS = {
@@ -160,6 +175,8 @@ RULES_OPS = {
     "parse_at": _op_parse_at,
     "decode_record": _op_decode_record,
     "update": _op_update,
+    "decode_change": _op_decode_change,
+    "fold": _op_fold,
 }
 
 
