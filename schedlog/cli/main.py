@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     rules_cmd.register(sub)
     logs_cmd.register(sub, validate_store=validate_store_report)
     session_cmd.register(sub)
+    session_cmd.register_tools(sub)
     host_cmd.register(sub)
     return parser
 
