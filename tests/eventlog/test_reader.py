@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from itertools import pairwise
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schedlog.eventlog import CorruptLogError, Header, decode_header, parse_log, read_log
-from schedlog.eventlog.reader import iter_lines
+from schedlog.eventlog import (
+    CorruptLogError,
+    Header,
+    decode_header,
+    encode_line,
+    event_from_value,
+    parse_log,
+    read_log,
+)
+from schedlog.rules.text import loads_strict
 from tests.eventlog.helpers import change, chatter, create_data, header, log_bytes
 
 HEAD = log_bytes(header())
@@ -151,16 +158,66 @@ def test_read_log_matches_parse_log(tmp_path: Path) -> None:
     assert from_file.torn_tail == b"torn" and from_file.corruption is not None
 
 
-@given(
-    lines=st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=8),
-    tail=st.binary(max_size=6).map(lambda b: b.replace(b"\n", b"")),
-    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=6),
+def _reference(data: bytes) -> tuple[list[tuple[str, object, bool, bytes]], int | None, bytes]:
+    """The reader's contract spelled out with the strict decoder only (no fast path)."""
+    *complete, tail = data.split(b"\n")
+    events: list[tuple[str, object, bool, bytes]] = []
+    for number, body in enumerate(complete[1:], start=2):
+        try:
+            if not body:
+                raise ValueError("empty")
+            value = loads_strict(body)
+            got = event_from_value(value, raw=body + b"\n")
+        except ValueError:
+            return events, number, tail
+        events.append((got.type, got.data, got.exact, got.raw))
+    return events, None, tail
+
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=4)
 )
-def test_iter_lines_is_independent_of_chunking(
-    lines: list[bytes], tail: bytes, cuts: list[int]
-) -> None:
-    data = b"".join(line + b"\n" for line in lines) + tail
-    points = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
-    chunks = [data[a:b] for a, b in pairwise(points)]
-    expected = [line + b"\n" for line in lines] + ([tail] if tail else [])
-    assert list(iter_lines(chunks)) == expected
+json_values = st.recursive(
+    json_scalars,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+    max_leaves=6,
+)
+event_lines = st.one_of(
+    st.builds(
+        lambda t, d: encode_line({"type": t, "data": d})[:-1],
+        st.text(max_size=4),
+        json_values,
+    ),
+    st.sampled_from(
+        [
+            b'{"type":"a","data":{"k":1,"k":2}}',
+            b'{"data":1,"type":"a"}',
+            b'{ "type" : "a" }',
+            b'{"type":"a","data":NaN}',
+            b'{"type":"a","data":1.0}',
+            b'{"type":"a","data":"\\u00e9"}',
+            b'{"type":"a","x":1,"data":2}',
+            b"[1]",
+            b"",
+            b"\r",
+            b'{"type":"a"}\r',
+            b'{"type":"\xff"}',
+        ]
+    ),
+)
+
+
+@given(lines=st.lists(event_lines, max_size=6), tail=st.binary(max_size=5))
+def test_fast_path_agrees_with_the_strict_decoder(lines: list[bytes], tail: bytes) -> None:
+    tail = tail.replace(b"\n", b"")
+    data = log_bytes(header(), *lines) + tail
+    contents = parse_log(data)
+    events, bad_line, torn = _reference(data)
+    assert [(e.type, e.data, e.exact, e.raw) for e in contents.events] == events
+    assert (contents.corruption.line if contents.corruption else None) == bad_line
+    assert contents.torn_tail == torn
+    assert contents.complete_size == len(data) - len(torn)
