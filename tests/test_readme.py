@@ -1,0 +1,50 @@
+"""Every ``$ command`` in README.md's console blocks prints exactly the lines shown after it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _examples() -> list[tuple[str, str]]:
+    text = (ROOT / "README.md").read_text("utf-8")
+    examples: list[tuple[str, str]] = []
+    for block in re.findall(r"```console\n(.*?)```", text, flags=re.S):
+        command: str | None = None
+        output: list[str] = []
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                if command is not None:
+                    examples.append((command, "\n".join(output)))
+                command, output = line[2:], []
+            else:
+                output.append(line)
+        if command is not None:
+            examples.append((command, "\n".join(output)))
+    return examples
+
+
+EXAMPLES = _examples()
+
+
+def test_readme_has_examples() -> None:
+    assert len(EXAMPLES) >= 6
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"), EXAMPLES, ids=[f"{i}-{c[0][:50]}" for i, c in enumerate(EXAMPLES)]
+)
+def test_readme_example(command: str, expected: str) -> None:
+    bindir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.rstrip("\n") == expected, done.stderr
