@@ -167,8 +167,8 @@ class SessionLog:
         line = encode_line(event)
         try:
             value = loads_strict(line[:-1])
-        except JSONSyntaxError as exc:
-            raise ValueError(f"event does not encode to valid JSON: {exc.message}") from None
+        except (JSONSyntaxError, UnicodeDecodeError) as exc:
+            raise ValueError(f"event does not encode to valid JSON: {exc}") from None
         try:
             logged = event_from_value(value, raw=line)
         except ValueError as exc:  # CorruptLogError is a ValueError
