@@ -474,6 +474,7 @@ def _last_on_date(times: tuple[int, ...], zone: Zone, midnight: int, ceiling: in
 
 _ERA_DAYS: Final = 146_097  # 400 Gregorian years
 _LAST_DAY: Final = days_from_civil(10000, 1, 1)
+_FIRST_DAY: Final = days_from_civil(0, 12, 31)
 
 
 def cron_next(rule: CronRule, zone: Zone, floor: int) -> int | None:
@@ -552,7 +553,14 @@ def _walk_forward(rule: CronRule, zone: Zone, floor: int) -> int | None:
     horizon = day + _ERA_DAYS
     if horizon > _LAST_DAY:
         horizon = _LAST_DAY
-    threshold = floor + 1 if floor >= MIN_MS else MIN_MS
+    threshold = floor + 1
+    if floor < MIN_MS:
+        # No instant at or after MIN has a local date before the UTC date of MIN minus one
+        # day, so a walk from further back can start there (or end at once, past the horizon).
+        threshold = MIN_MS
+        if horizon < _FIRST_DAY:
+            return None
+        day = max(day, _FIRST_DAY)
     times = rule._times
     last_time = times[-1]
     month_mask = rule._month_mask
@@ -622,6 +630,7 @@ def cron_latest(rule: CronRule, zone: Zone, at: int, target: int) -> int | None:
     """
     if at < MIN_MS:
         return None
+    at = min(at, MAX_MS)
     start = at // DAY_MS + 1
     low = max(
         start - _ERA_DAYS,

@@ -720,6 +720,20 @@ def test_latest_range_edges(expression: str, zone_name: str, at: int, expected: 
     assert iso(cron_latest(parse_cron(expression), zone(zone_name), at, MIN_MS)) == expected
 
 
+def test_instants_far_outside_the_range() -> None:
+    rule = parse_cron("* * * * *")
+    minus_12 = zone("Etc/GMT+12")
+    started = time.perf_counter()
+    # More than 400 years before MIN: past the horizon before any representable instant.
+    assert cron_next(rule, minus_12, -(10**18)) is None
+    # Less than 400 years before MIN: the first representable minute.
+    assert cron_next(rule, minus_12, MIN_MS - 399 * 365 * DAY_MS) == MIN_MS
+    assert cron_next(rule, minus_12, 10**18) is None
+    assert cron_latest(rule, minus_12, 10**18, MIN_MS) == MAX_MS - 59_999
+    assert cron_latest(rule, minus_12, -(10**18), MIN_MS) is None
+    assert time.perf_counter() - started < 1.0
+
+
 # --- bounded work -----------------------------------------------------------------------------
 
 UNSATISFIABLE = ["0 0 30 2 *", "0 0 31 4 *", "0 0 31 2,4,6,9,11 *", "* * 30-31 2 *"]
