@@ -10,13 +10,15 @@ import argparse
 import asyncio
 import contextlib
 import sys
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any, Final, TextIO
 
 import structlog
 
 from schedlog.cli.common import parse_request_instant, require, run_batch, write_json_line
+from schedlog.host import catalog as host_catalog
+from schedlog.runtime import catalog as session_catalog
 from schedlog.runtime.batch import BatchSession, delivery_json
-from schedlog.runtime.catalog import catalog, catalog_markdown
 from schedlog.runtime.clock import SystemClock
 from schedlog.runtime.engine import SessionEngine
 from schedlog.runtime.interfaces import Clock, FollowupMessage
@@ -82,24 +84,32 @@ def register(subparsers: Any) -> None:
     run.set_defaults(func=_run_main)
 
 
+#: protocol -> its catalog as a JSON value and as Markdown
+_CATALOGS: Final[dict[str, tuple[Callable[[], dict[str, Any]], Callable[[], str]]]] = {
+    "session-local": (session_catalog.catalog, session_catalog.catalog_markdown),
+    "host": (host_catalog.catalog, host_catalog.catalog_markdown),
+}
+
+
 def register_tools(subparsers: Any) -> None:
-    """Add ``tools catalog --protocol session-local [--format json|markdown]``."""
+    """Add ``tools catalog --protocol session-local|host [--format json|markdown]``."""
     tools = subparsers.add_parser("tools", help="describe the tools given to the model")
     commands = tools.add_subparsers(dest="tools_command", required=True, metavar="COMMAND")
     catalog_parser = commands.add_parser(
         "catalog",
         help="print tool descriptions with JSON Schemas of parameters and results",
     )
-    catalog_parser.add_argument("--protocol", required=True, choices=["session-local"])
+    catalog_parser.add_argument("--protocol", required=True, choices=list(_CATALOGS))
     catalog_parser.add_argument("--format", choices=["json", "markdown"], default="json")
     catalog_parser.set_defaults(func=_catalog_main)
 
 
 def _catalog_main(args: argparse.Namespace) -> int:
+    as_json, as_markdown = _CATALOGS[args.protocol]
     if args.format == "markdown":
-        sys.stdout.write(catalog_markdown())
+        sys.stdout.write(as_markdown())
     else:
-        write_json_line(catalog())
+        write_json_line(as_json())
     return 0
 
 
