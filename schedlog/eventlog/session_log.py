@@ -167,7 +167,7 @@ class SessionLog:
         line = encode_line(event)
         try:
             value = loads_strict(line[:-1])
-        except (JSONSyntaxError, UnicodeDecodeError) as exc:
+        except JSONSyntaxError as exc:
             raise ValueError(f"event does not encode to valid JSON: {exc}") from None
         try:
             logged = event_from_value(value, raw=line)

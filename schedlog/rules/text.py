@@ -148,13 +148,19 @@ def loads_strict(data: bytes | str) -> Any:
     Fast path: msgspec decodes and re-encodes; when the re-encoding reproduces the input byte
     for byte (every line our own writers emit), no key can have been dropped as a duplicate.
     Anything else goes through the strict stdlib decoder, which gives the exact verdict.
+
+    Only :class:`JSONSyntaxError` ever escapes for bad input: whatever the fast path raises
+    (msgspec's ``UnicodeDecodeError`` for invalid UTF-8 inside a string, ``RecursionError`` for
+    deep nesting, out-of-range numbers) only sends the text to the strict path, and the strict
+    path's own failures (invalid UTF-8, nesting, an integer longer than Python converts) are
+    turned into :class:`JSONSyntaxError`.
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
         value = _decode(raw)
         if _encode(value) == raw:
             return value
-    except (msgspec.DecodeError, UnicodeEncodeError):
+    except Exception:  # any fast-path failure: the strict path gives the verdict
         pass
     try:
         text = raw.decode("utf-8")
@@ -170,3 +176,7 @@ def loads_strict(data: bytes | str) -> Any:
         raise JSONSyntaxError(f"{exc.msg} at character {exc.pos}", exc.pos) from None
     except RecursionError:
         raise JSONSyntaxError("JSON nesting is too deep") from None
+    except ValueError as exc:  # e.g. an integer with more digits than int() converts
+        raise JSONSyntaxError(f"invalid JSON number: {exc}") from None
+    except Exception as exc:  # never let a decoder's internal error pass for a verdict
+        raise JSONSyntaxError(f"JSON text could not be decoded: {exc}") from None

@@ -80,6 +80,15 @@ LINE_CORRUPTION = [
     ("null-type", b'{"type":null,"data":{}}', "event", "$.type", "type"),
     ("empty-type", b'{"type":"","data":{}}', "event", "$.type", "type"),
     ("invalid-utf8", b'{"type":"\xff"}', "json", "$", "UTF-8"),
+    ("invalid-utf8-in-data", b'{"type":"a","data":"\xed\xa0\x80"}', "json", "$", "UTF-8"),
+    (
+        "deep-nesting",
+        b'{"type":"a","data":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "json",
+        "$",
+        "too deep",
+    ),
+    ("integer-too-long", b'{"type":"a","data":' + b"9" * 5000 + b"}", "json", "$", "number"),
 ]
 
 

@@ -1,5 +1,6 @@
 """SPEC §2: JavaScript trim, UTF-16 length, JSON numbers, compact output, strict input."""
 
+import contextlib
 import json
 
 import pytest
@@ -188,3 +189,76 @@ def test_loads_strict_accepts(raw: bytes, value: object) -> None:
 )
 def test_loads_strict_agrees_with_stdlib(value: object) -> None:
     assert loads_strict(js_dumps(value).encode("utf-8", "surrogatepass")) == value
+
+
+@pytest.mark.parametrize(
+    ("raw", "position"),
+    [
+        (b'{"a":"\xff"}', 6),
+        (b'{"\xff":1}', 2),
+        (b'["ok","\xed\xa0\x80"]', 7),
+        (b'"\xc0\x80"', 1),
+        (b'{"a":"x\xe2\x82"}', 7),
+    ],
+    ids=["in-value", "in-key", "encoded-surrogate", "overlong", "truncated-sequence"],
+)
+def test_loads_strict_invalid_utf8_inside_a_string_is_a_syntax_error(
+    raw: bytes, position: int
+) -> None:
+    # Regression: msgspec's fast path raises UnicodeDecodeError (not DecodeError) for invalid
+    # UTF-8 inside a string, and that used to escape loads_strict.
+    with pytest.raises(JSONSyntaxError) as info:
+        loads_strict(raw)
+    assert info.value.position == position
+    assert info.value.message == f"invalid UTF-8 at byte {position}"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"1" + b"0" * 5000,
+        b'{"a":-' + b"9" * 5000 + b"}",
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    ],
+    ids=["integer-too-long", "nested-integer-too-long", "deep-array", "deep-object"],
+)
+def test_loads_strict_raises_only_json_syntax_errors(raw: bytes) -> None:
+    with pytest.raises(JSONSyntaxError):
+        loads_strict(raw)
+
+
+_JSONISH = st.lists(
+    st.sampled_from(
+        [
+            b"{",
+            b"}",
+            b"[",
+            b"]",
+            b'"',
+            b":",
+            b",",
+            b"1",
+            b"-",
+            b"e",
+            b".",
+            b"\\",
+            b"u",
+            b"d8",
+            b"\xff",
+            b"\xed",
+            b"\xa0",
+            b"\x80",
+            b"\xc3",
+            b"a",
+            b" ",
+        ]
+    ),
+    max_size=30,
+).map(b"".join)
+
+
+@given(st.one_of(st.binary(max_size=40), _JSONISH))
+def test_loads_strict_never_raises_anything_else(raw: bytes) -> None:
+    with contextlib.suppress(JSONSyntaxError):
+        loads_strict(raw)
