@@ -233,8 +233,8 @@ class CronRule:
     month_star: bool
     day_of_week_star: bool
     canonical: str = field(init=False)
-    # Derived, for matching: bit sets, the sorted times of day in ms, and the matching days of
-    # a month indexed by [month length - 28][weekday of its 1st, Sunday = 0].
+    # Derived, for matching: bit sets, the sorted times of day in ms, and per month shape the
+    # next / previous matching day of month (see _day_tables).
     _month_mask: int = field(init=False, repr=False, compare=False)
     _dom_mask: int = field(init=False, repr=False, compare=False)
     _dow_mask: int = field(init=False, repr=False, compare=False)
