@@ -32,3 +32,11 @@ def test_import_schedlog_does_not_load_host_or_asyncio_runtime() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_rules_exports_resolve_and_are_sorted() -> None:
+    import schedlog.rules as rules
+
+    assert list(rules.__all__) == sorted(rules.__all__, key=lambda n: (not n.isupper(), n))
+    for name in rules.__all__:
+        assert getattr(rules, name) is not None, name
