@@ -6,7 +6,6 @@ reach, so civil-day arithmetic is done here on plain integers with 400-year eras
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 __all__ = [
@@ -87,21 +86,42 @@ def format_instant(ms: int) -> str:
     return f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.{milli:03d}Z"
 
 
-_CANONICAL: Final = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{3})Z", re.ASCII
-)
+# Digits to "0": a canonical instant then reads exactly as this shape (SPEC §3.1, §2.3).
+_ZERO_DIGITS: Final = bytes.maketrans(b"123456789", b"000000000")
+_CANONICAL_SHAPE: Final = b"0000-00-00T00:00:00.000Z"
+#: "YYYY-MM-DD" -> epoch ms of that midnight, for the real dates seen lately. Logs repeat
+#: dates a lot; the cache is bounded (cleared when full) and keyed by the exact bytes.
+_MIDNIGHTS: dict[bytes, int] = {}
+_MIDNIGHTS_MAX: Final = 4096
 
 
 def parse_canonical_instant(text: object) -> int | None:
-    """Epoch ms of a stored canonical instant; ``None`` unless exactly canonical and real."""
-    if type(text) is not str:
+    """Epoch ms of a stored canonical instant; ``None`` unless exactly canonical and real.
+
+    Hot in the fold, so it works on fixed positions: one ``translate`` checks the shape
+    (ASCII digits and separators in place), then the fields are read from byte values.
+    """
+    if type(text) is not str or len(text) != 24 or not text.isascii():
         return None
-    m = _CANONICAL.fullmatch(text)
-    if m is None:
+    b = text.encode("ascii")
+    if b.translate(_ZERO_DIGITS) != _CANONICAL_SHAPE:
         return None
-    y, mo, d, h, mi, s, milli = (int(g) for g in m.groups())
-    if y < 1 or not 1 <= mo <= 12 or not 1 <= d <= days_in_month(y, mo):
+    midnight = _MIDNIGHTS.get(b[:10])
+    if midnight is None:
+        # 48 is ord("0"): 53328 = 48 * 1111 and 528 = 48 * 11.
+        year = b[0] * 1000 + b[1] * 100 + b[2] * 10 + b[3] - 53328
+        month = b[5] * 10 + b[6] - 528
+        day = b[8] * 10 + b[9] - 528
+        if year < 1 or not 1 <= month <= 12 or not 1 <= day <= days_in_month(year, month):
+            return None
+        midnight = days_from_civil(year, month, day) * DAY_MS
+        if len(_MIDNIGHTS) >= _MIDNIGHTS_MAX:
+            _MIDNIGHTS.clear()
+        _MIDNIGHTS[b[:10]] = midnight
+    hour = b[11] * 10 + b[12] - 528
+    minute = b[14] * 10 + b[15] - 528
+    second = b[17] * 10 + b[18] - 528
+    if hour > 23 or minute > 59 or second > 59:
         return None
-    if h > 23 or mi > 59 or s > 59:
-        return None
-    return days_from_civil(y, mo, d) * DAY_MS + ((h * 60 + mi) * 60 + s) * 1000 + milli
+    millis = b[20] * 100 + b[21] * 10 + b[22] - 5328  # 5328 = 48 * 111
+    return midnight + ((hour * 60 + minute) * 60 + second) * 1000 + millis

@@ -1,5 +1,6 @@
 """SPEC §1.4, §3: canonical instants and the civil calendar, including years 0 and 10000."""
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -7,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from schedlog.rules.instants import (
+    DAY_MS,
     MAX_MS,
     MIN_MS,
     civil_from_days,
@@ -124,3 +126,87 @@ def test_parse_canonical_rejects(text: str) -> None:
 def test_parse_canonical_rejects_non_strings() -> None:
     assert parse_canonical_instant(0) is None
     assert parse_canonical_instant(None) is None
+
+
+# --- the fixed-position parser against the regex version it replaced ---------------------------
+
+_OLD_CANONICAL = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{3})Z", re.ASCII
+)
+
+
+def _old_parse_canonical_instant(text: object) -> int | None:
+    """The regex implementation ``parse_canonical_instant`` had before it was made fast."""
+    if type(text) is not str:
+        return None
+    m = _OLD_CANONICAL.fullmatch(text)
+    if m is None:
+        return None
+    y, mo, d, h, mi, s, milli = (int(g) for g in m.groups())
+    if y < 1 or not 1 <= mo <= 12 or not 1 <= d <= days_in_month(y, mo):
+        return None
+    if h > 23 or mi > 59 or s > 59:
+        return None
+    return days_from_civil(y, mo, d) * DAY_MS + ((h * 60 + mi) * 60 + s) * 1000 + milli
+
+
+class _Str(str):
+    pass
+
+
+# Characters worth putting anywhere in an instant: digits, every separator, their look-alikes
+# (lower-case t/z, full-width and Arabic-Indic digits, a lone surrogate, space, +, newline).
+_NEAR = st.sampled_from(list("0123456789-T:.Z tz+/\n\u0660\uff10\u00b2\ud800é"))
+
+
+@st.composite
+def _instant_like(draw: st.DrawFn) -> str:
+    base = draw(
+        st.one_of(
+            st.integers(min_value=MIN_MS, max_value=MAX_MS).map(format_instant),
+            # Fields of any two (four, three) digits: month 00-99, day 00-99, hour 24-99 …
+            st.tuples(
+                st.integers(0, 9999),
+                *[st.integers(0, 99)] * 5,
+                st.integers(0, 999),
+            ).map(
+                lambda t: (
+                    f"{t[0]:04d}-{t[1]:02d}-{t[2]:02d}T{t[3]:02d}:{t[4]:02d}:{t[5]:02d}.{t[6]:03d}Z"
+                )
+            ),
+            st.text(_NEAR, min_size=20, max_size=28),
+        )
+    )
+    chars = list(base)
+    for _ in range(draw(st.integers(0, 3))):
+        if not chars:
+            break
+        op = draw(st.sampled_from(["replace", "insert", "delete"]))
+        at = draw(st.integers(0, len(chars) - 1))
+        if op == "replace":
+            chars[at] = draw(_NEAR)
+        elif op == "insert":
+            chars.insert(at, draw(_NEAR))
+        else:
+            del chars[at]
+    return "".join(chars)
+
+
+@given(_instant_like())
+def test_parse_canonical_agrees_with_the_regex_version(text: str) -> None:
+    assert parse_canonical_instant(text) == _old_parse_canonical_instant(text)
+    # The date cache must not change an answer: ask again.
+    assert parse_canonical_instant(text) == _old_parse_canonical_instant(text)
+
+
+@given(st.integers(min_value=0, max_value=9999), st.integers(0, 99), st.integers(0, 99))
+def test_parse_canonical_dates_agree_with_the_regex_version(y: int, mo: int, d: int) -> None:
+    text = f"{y:04d}-{mo:02d}-{d:02d}T23:59:59.999Z"
+    assert parse_canonical_instant(text) == _old_parse_canonical_instant(text)
+
+
+def test_parse_canonical_rejects_str_subclasses_and_bytes() -> None:
+    text = "2026-05-01T09:00:00.000Z"
+    assert parse_canonical_instant(text) == _old_parse_canonical_instant(text) is not None
+    assert parse_canonical_instant(_Str(text)) is None
+    assert parse_canonical_instant(text.encode()) is None
