@@ -38,12 +38,24 @@ class ScheduleInputError(ScheduleError, ValueError):
 
 
 class CorruptScheduleError(ScheduleError, ValueError):
-    """A stored record, change, fold or session log is invalid (``corrupt_schedule_log``)."""
+    """A stored record, change, fold or session log is invalid (``corrupt_schedule_log``).
 
-    def __init__(self, message: str, *, line: int | None = None, offset: int | None = None) -> None:
+    ``field`` is the record field that failed (``"everySeconds"``), when a record decoder knows
+    it; ``None`` for failures of the record as a whole (not an object, wrong key set).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        offset: int | None = None,
+        field: str | None = None,
+    ) -> None:
         super().__init__("corrupt_schedule_log", message)
         self.line = line
         self.offset = offset
+        self.field = field
 
 
 class StoreOpenError(ScheduleError, OSError):

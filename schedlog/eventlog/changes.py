@@ -6,7 +6,6 @@ the fold knows; the decoder accepts both dispatch shapes.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final, TypeAlias
 
 import msgspec
@@ -67,11 +66,6 @@ Change: TypeAlias = CreateChange | DeleteChange | DispatchChange
 _CREATE_KEYS: Final = frozenset({"version", "operation", "schedule"})
 _ID_KEYS: Final = frozenset({"version", "operation", "id"})
 _DISPATCH_EVERY_KEYS: Final = frozenset({"version", "operation", "id", "acceptedAt"})
-_RECORD_FIELDS: Final = frozenset(
-    {"id", "kind", "title", "prompt", "afterSeconds", "everySeconds", "scheduledAt"}
-)
-# The record decoder names the failing field right after this prefix.
-_RECORD_FIELD_MESSAGE: Final = re.compile(r"schedule record ([A-Za-z]+) ")
 
 
 def change_to_json(change: Change) -> dict[str, Any]:
@@ -97,11 +91,8 @@ def _key_set_error(
 
 
 def _record_path(exc: CorruptScheduleError) -> str:
-    """Where inside ``schedule`` the record decoder failed, from the field its message names."""
-    m = _RECORD_FIELD_MESSAGE.match(exc.message)
-    if m is not None and m.group(1) in _RECORD_FIELDS:
-        return child_path("$.schedule", m.group(1))
-    return "$.schedule"
+    """Where inside ``schedule`` the record decoder failed: the field it names, if any."""
+    return "$.schedule" if exc.field is None else child_path("$.schedule", exc.field)
 
 
 def decode_change(value: object) -> Change:

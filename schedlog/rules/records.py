@@ -3,7 +3,9 @@
 
 Decoders are strict and never recompute anything: a stored ``scheduledAt`` is a committed
 target (§7.8) and a stored ``timeZone`` keeps its spelling. Every decoder failure is a
-:class:`CorruptScheduleError` whose message names the field. Builders raise
+:class:`CorruptScheduleError` whose message names the field and whose ``field`` attribute is
+that field (``None`` when the record as a whole is wrong: not an object, wrong key set).
+Builders raise
 :class:`ScheduleInputError` with the codes and messages of the tools.
 """
 
@@ -94,7 +96,7 @@ _HOST_KINDS: Final = ("after", "at", "every", "daily", "weekly", "cron")
 
 
 def _corrupt(field: str, requirement: str) -> CorruptScheduleError:
-    return CorruptScheduleError(f"schedule record {field} {requirement}")
+    return CorruptScheduleError(f"schedule record {field} {requirement}", field=field)
 
 
 def _stored_title(value: object) -> str:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog import (
     CorruptLogError,
     CreateChange,
@@ -16,6 +17,7 @@ from schedlog.eventlog import (
     change_to_json,
     decode_change,
 )
+from schedlog.eventlog import changes as changes_module
 from schedlog.rules.instants import MAX_MS, MIN_MS, parse_canonical_instant
 from schedlog.rules.record import Record
 from schedlog.rules.text import is_blank, is_trimmed
@@ -135,6 +137,23 @@ def test_record_key_set_error_is_reported_for_the_record() -> None:
     with pytest.raises(CorruptLogError) as info:
         decode_change(value)
     assert info.value.path == "$.schedule"
+
+
+@pytest.mark.parametrize(
+    ("field", "path"),
+    [("prompt", "$.schedule.prompt"), ("odd key", '$.schedule["odd key"]'), (None, "$.schedule")],
+)
+def test_record_path_comes_from_the_error_field_not_its_message(
+    monkeypatch: pytest.MonkeyPatch, field: str | None, path: str
+) -> None:
+    def failing(value: object) -> Record:
+        raise CorruptScheduleError("schedule record scheduledAt is wrong", field=field)
+
+    monkeypatch.setattr(changes_module, "decode_legacy_record", failing)
+    with pytest.raises(CorruptLogError) as info:
+        decode_change(create_data("a"))
+    assert info.value.path == path
+    assert info.value.message == "schedule record scheduledAt is wrong"  # passed on unchanged
 
 
 instants = st.integers(min_value=MIN_MS, max_value=MAX_MS)

@@ -114,12 +114,37 @@ LEGACY_RECORDS: dict[str, dict[str, Any]] = {
 }
 
 
+RECORD_FIELDS = frozenset(
+    {
+        "id",
+        "kind",
+        "title",
+        "prompt",
+        "afterSeconds",
+        "everySeconds",
+        "time",
+        "timeZone",
+        "weekdays",
+        "expression",
+        "scheduledAt",
+    }
+)
+
+
+def field_named_by(message: str) -> str | None:
+    """The field a decoder message names (``schedule record <field> …``), if any."""
+    word = message.split(" ")[2]
+    return word if word in RECORD_FIELDS else None
+
+
 def corrupt(decoder: object, value: object, message: str) -> None:
     assert callable(decoder)
     with pytest.raises(CorruptScheduleError) as info:
         decoder(value)
     assert info.value.code == "corrupt_schedule_log"
     assert info.value.message == message
+    # The failing field travels as data (``field``), matching the field the message names.
+    assert info.value.field == field_named_by(message)
 
 
 def input_error(code: str, message: str, func: object, *args: object, **kwargs: object) -> None:
@@ -1266,6 +1291,7 @@ def test_decoders_raise_only_corruption(value: object) -> None:
         except CorruptScheduleError as exc:
             assert exc.code == "corrupt_schedule_log"
             assert exc.message.startswith("schedule record ")
+            assert exc.field == field_named_by(exc.message)
         else:
             assert decoder(rec.to_json()) == rec
 
