@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
+from schedlog._crashpoints import crashpoint
 from schedlog.eventlog.changes import Change
 from schedlog.eventlog.events import (
     FOLLOWUP_TYPE,
@@ -192,6 +193,7 @@ class SessionLog:
         return self.append({"type": SCHEDULE_CHANGE_TYPE, "data": change.to_json()})
 
     def _write(self, fd: int, line: bytes) -> None:
+        crashpoint("eventlog.mid_line", fd, line)
         try:
             _write_all(fd, line)
         except OSError:
@@ -217,6 +219,7 @@ class SessionLog:
             return False
         if self._broken is not None:
             raise OSError(f"session log {self.path} is not durable: {self._broken}")
+        crashpoint("eventlog.before_barrier")
         try:
             os.fsync(self._fd)
             if self._dir_pending:

@@ -21,6 +21,7 @@ import msgspec
 import structlog
 from sortedcontainers import SortedList  # type: ignore[import-untyped]
 
+from schedlog._crashpoints import crashpoint
 from schedlog.errors import ScheduleError
 from schedlog.eventlog.followups import Member, build_followup
 from schedlog.framing import FramedReminder, batch_framing, single_framing
@@ -362,11 +363,13 @@ class HostCore:
                     ids[st.task.id] = message_id
                 delivered_at = now()
                 sent = Delivered(session_id, message_id, text, sent_members)
+                crashpoint("host.after_followup")
             for st, decision in members:
                 at = delivered_at if delivered_at is not None else now()
                 task = commit_member(st.task, decision, ids[st.task.id], at, self.retention)
                 self._replace(st, task)
                 pending.remove(st.task.id)
+                crashpoint("host.after_commit")
         except Exception as exc:
             if pending != list(group.ids):
                 self._changed()

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
+from schedlog._crashpoints import crashpoint
 from schedlog.errors import StoreOpenError
 from schedlog.host.store import FILE_MODE, StoredTask, StoreLock, StoreWriteError
 from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
@@ -93,7 +94,9 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        crashpoint("json_store.before_rename")
         os.replace(tmp, path)
+        crashpoint("json_store.before_dir_fsync")
         dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         try:
             os.fsync(dfd)

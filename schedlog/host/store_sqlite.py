@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
+from schedlog._crashpoints import crashpoint
 from schedlog.errors import StoreOpenError
 from schedlog.host.store import FILE_MODE, StoredTask, StoreLock, StoreWriteError
 from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
@@ -58,6 +59,19 @@ def _read_only_uri(path: Path) -> str:
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _storable(key: str) -> bool:
+    """Whether SQLite text can hold ``key``: not when it has a lone surrogate (no UTF-8 form).
+
+    Such a key can never have been written here, so a lookup by it finds nothing (SPEC §11.11:
+    an unusual id is simply not found) instead of failing in the driver.
+    """
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _decode_row(seq: int, key: str, session_id: str, body: str) -> StoredTask:
@@ -165,6 +179,8 @@ class SqliteTaskStore:
             yield _decode_row(seq, key, session_id, body)
 
     def session_tasks(self, session_id: str) -> list[StoredTask]:
+        if not _storable(session_id):
+            return []
         rows = self._conn.execute(
             "SELECT seq, id, session_id, body FROM tasks WHERE session_id = ? ORDER BY seq",
             (session_id,),
@@ -172,6 +188,8 @@ class SqliteTaskStore:
         return [_decode_row(*row) for row in rows]
 
     def get(self, task_id: str) -> StoredTask | None:
+        if not _storable(task_id):
+            return None
         row = self._conn.execute(
             "SELECT seq, id, session_id, body FROM tasks WHERE id = ?", (task_id,)
         ).fetchone()
@@ -195,11 +213,14 @@ class SqliteTaskStore:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 cur = self._conn.execute(sql, params)
+                crashpoint("sqlite_store.in_transaction")
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeEncodeError) as exc:
+            # UnicodeEncodeError: an id or session id with a lone surrogate, which SQLite text
+            # (UTF-8) cannot hold; the write fails like any other storage failure.
             raise StoreWriteError(f"cannot write {self.path}: {exc}") from exc
         return cur
 
@@ -221,6 +242,8 @@ class SqliteTaskStore:
             raise StoreWriteError(f"task {task.id!r} does not exist")
 
     def delete(self, task_id: str) -> bool:
+        if not _storable(task_id):
+            return False
         return self._write("DELETE FROM tasks WHERE id = ?", (task_id,)).rowcount == 1
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from typing import Final, Literal
 
 import structlog
 
+from schedlog._crashpoints import crashpoint
 from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog.changes import DispatchChange
 from schedlog.eventlog.followups import Member, delivered_members, message_id
@@ -214,6 +215,7 @@ def deliver_claimed(log_: SessionLog, agent: Agent, clock: Clock) -> Outcome:
                 text=f"schedule: reminder follow-up failed: {exc}",
             )
             return Outcome("followup_failed", error=exc)
+        crashpoint("session.after_followup")
     for member, held_by in recovered.items():
         log.info(
             "delivery.recovered",
@@ -232,6 +234,7 @@ def deliver_claimed(log_: SessionLog, agent: Agent, clock: Clock) -> Outcome:
             state = append_change(
                 log_, state, DispatchChange(id=due.record.id, accepted_at=accepted_at)
             )
+            crashpoint("session.after_dispatch")
     except Exception as exc:
         return _fault(exc)
     return Outcome("delivered", message=message, recovered=recovered)
