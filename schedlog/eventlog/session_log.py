@@ -1,9 +1,9 @@
 """The session log appender (SPEC §9.1, §9.3, §9.6).
 
-Opening for append validates the whole log (its owned suffix must fold), truncates a torn tail
-(logged), and writes the header of a new log. Lines are written eagerly; :meth:`SessionLog.flush`
-is the durability barrier. Every ``schedule/change`` append is judged by the replay invariant
-first, and nothing is written when it is refused.
+Opening for append validates the whole log (every complete line, and by default the fold of
+its owned suffix), truncates a torn tail (logged), and writes the header of a new log. Lines are
+written eagerly; :meth:`SessionLog.flush` is the durability barrier. Every ``schedule/change``
+append is judged by the replay invariant first, and nothing is written when it is refused.
 
 The appender sits above the fold and the invariant in the data flow, so it imports them when
 used rather than at import time: ``schedlog.fold`` itself imports this package's decoders.
@@ -56,7 +56,10 @@ class SessionLog:
     """An open session log. Use :meth:`open`; close it (or use ``with``) when done.
 
     * ``header``: the log's header (written by :meth:`open` for a new log);
-    * ``state``: the fold of the owned suffix, kept current by every append;
+    * ``state``: the fold of the owned suffix, kept current by every append (empty, and not
+      the log's, when it was opened with ``fold_schedule=False``; see ``schedule_folded``);
+    * ``schedule_folded``: False when opened with ``fold_schedule=False``: the schedule state is
+      unknown, so ``schedule/change`` appends are refused;
     * ``event_count``: the number of events (the next append gets this index);
     * ``delivered``: members already delivered in the owned suffix -> messageId (SPEC §12.3).
     """
@@ -72,10 +75,12 @@ class SessionLog:
         delivered: dict[Member, str],
         size: int,
         created: bool,
+        schedule_folded: bool = True,
     ) -> None:
         self.path = path
         self.header = header
         self.state = state
+        self.schedule_folded = schedule_folded
         self.event_count = event_count
         self._delivered = delivered
         self._fd: int | None = fd
@@ -86,7 +91,13 @@ class SessionLog:
     # --- opening ----------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, session_id: str | None = None) -> SessionLog:
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        session_id: str | None = None,
+        fold_schedule: bool = True,
+    ) -> SessionLog:
         """Open (creating if missing) the log at ``path`` for append.
 
         ``session_id`` names a new log (0 bytes, missing, or a torn tail only) and is ignored
@@ -94,7 +105,14 @@ class SessionLog:
         :class:`~schedlog.eventlog.errors.CorruptLogError` (the file is left untouched) when the
         log is corrupt or its owned suffix does not fold, ``ValueError`` when a new log has no
         ``session_id``, and ``OSError`` for I/O failures.
+
+        ``fold_schedule=False`` checks only line-level validity (the header, JSON, event
+        envelopes), so a log whose owned ``schedule/change`` events do not fold still opens: the
+        host delivering follow-ups into a session with unreadable legacy events (SPEC §11.13).
+        A corrupt complete line is still refused (SPEC §9.3, §12.4). Such a log has an empty
+        ``state`` and refuses ``schedule/change`` appends, since no invariant can be checked.
         """
+        from schedlog.fold.state import FoldState
         from schedlog.invariant.logs import validate_log
 
         name = os.fspath(path)
@@ -106,7 +124,12 @@ class SessionLog:
             fd = os.open(name, os.O_RDWR | os.O_APPEND)
         try:
             contents = read_log(name)
-            state = validate_log(contents)
+            if fold_schedule:
+                state = validate_log(contents)
+            else:
+                if contents.corruption is not None:
+                    raise contents.corruption.error()
+                state = FoldState()
             if contents.torn_tail:
                 os.ftruncate(fd, contents.complete_size)
                 _log.warning(
@@ -143,6 +166,7 @@ class SessionLog:
             delivered=delivered,
             size=log_size,
             created=created,
+            schedule_folded=fold_schedule,
         )
 
     # --- appending --------------------------------------------------------------------------
@@ -155,7 +179,8 @@ class SessionLog:
         """Append one event object as a compact line; returns it as read back.
 
         A ``schedule/change`` is checked by the invariant first; refused, it raises
-        :class:`~schedlog.invariant.InvariantError` and nothing is written. The line is
+        :class:`~schedlog.invariant.InvariantError` and nothing is written. A log opened with
+        ``fold_schedule=False`` refuses every ``schedule/change`` with ``ValueError``. The line is
         round-tripped through the reader's decoder before it is written, so a value that would
         read back differently (a duplicate key after encoding, a non-string ``type``) is
         refused with ``ValueError`` instead of corrupting the log. Not durable until
@@ -176,6 +201,11 @@ class SessionLog:
             raise ValueError(f"not an event: {exc}") from None
         state = self.state
         if logged.type == SCHEDULE_CHANGE_TYPE:
+            if not self.schedule_folded:
+                raise ValueError(
+                    f"session log {self.path} was opened without folding its schedule events;"
+                    " schedule/change events cannot be appended to it"
+                )
             check(state, logged)
             state = apply_event(state, logged)
         self._write(fd, line)

@@ -85,7 +85,11 @@ class SessionsDirectory:
         log = self._open.get(session_id)
         if log is None or log.closed:
             self.directory.mkdir(parents=True, exist_ok=True)
-            log = SessionLog.open(self.path_of(session_id), session_id=session_id)
+            # Only line-level validity: the host never folds a session's legacy schedule events
+            # to deliver into it; unreadable ones only earn a warning (SPEC §11.13).
+            log = SessionLog.open(
+                self.path_of(session_id), session_id=session_id, fold_schedule=False
+            )
             self._open[session_id] = log
         return log
 

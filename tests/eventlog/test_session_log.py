@@ -173,6 +173,57 @@ def test_corrupt_log_is_refused_and_left_untouched(
     assert path.read_bytes() == content
 
 
+def test_fold_schedule_false_opens_a_log_whose_owned_changes_do_not_fold(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    content = log_bytes(header(), change(create_data("a")), change(delete_data("ghost")))
+    path.write_bytes(content)
+    with pytest.raises(CorruptLogError):
+        SessionLog.open(path)
+    with SessionLog.open(path, fold_schedule=False) as log:
+        assert not log.schedule_folded and log.state.active == () and log.event_count == 2
+        followup = build_followup("s-1", [("a", T)], "text", 0)
+        log.append(chatter())
+        log.append(followup)
+        assert log.flush() is True
+        assert log.delivered == {("a", parse_canonical_instant(T)): followup["data"]["messageId"]}
+        # No invariant can be checked without the fold: schedule changes are refused.
+        with pytest.raises(ValueError, match="without folding"):
+            log.append(change(create_data("b")))
+    assert path.read_bytes() == content + log_bytes(chatter(), followup)
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "rule"),
+    [
+        (log_bytes(header(), chatter()) + b"not json\n", 3, "json"),
+        (log_bytes(header(), chatter()) + b"\n", 3, "empty_line"),
+        (log_bytes(header(), {"data": 1}), 2, "event"),
+        (log_bytes({**header(), "version": 2}), 1, "header"),
+    ],
+    ids=["bad-json", "empty-line", "no-type", "bad-header"],
+)
+def test_fold_schedule_false_still_refuses_corrupt_lines(
+    tmp_path: Path, content: bytes, line: int, rule: str
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(content + b"torn")
+    with pytest.raises(CorruptLogError) as info:
+        SessionLog.open(path, fold_schedule=False)
+    assert (info.value.line, info.value.rule) == (line, rule)
+    assert path.read_bytes() == content + b"torn"  # untouched, torn tail included
+
+
+def test_fold_schedule_false_creates_and_truncates_like_a_normal_open(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with SessionLog.open(path, session_id="s-1", fold_schedule=False) as log:
+        assert log.header == Header(session_id="s-1")
+    path.write_bytes(path.read_bytes() + b'{"type":"x')
+    with capture_logs() as logs, SessionLog.open(path, fold_schedule=False):
+        pass
+    assert path.read_bytes() == log_bytes(header())
+    assert [e["event"] for e in logs] == ["session_log.torn_tail_truncated"]
+
+
 def test_fork_prefix_is_not_validated(tmp_path: Path) -> None:
     path = tmp_path / "child.jsonl"
     path.write_bytes(log_bytes(header("c", 2, "p"), change("junk"), change(delete_data("x"))))
