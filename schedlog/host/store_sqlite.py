@@ -140,7 +140,11 @@ class SqliteTaskStore:
             except OSError as exc:
                 raise _malformed(f"cannot read schedule store {path}: {exc}") from None
             if size:
-                validate_sqlite(path)
+                # Read-only, and a crash-left write-ahead log is read through a private copy:
+                # even a read-only connection would create or write the -shm index.
+                from schedlog.host.validate import validate_store
+
+                validate_store(path, "sqlite")
             else:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
                 os.close(fd)
