@@ -14,4 +14,8 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("long", max_examples=5000, deadline=None)
+# The Hypothesis fuzz suite at scale (tests/fuzz); the million-input run is tests/fuzz/run_long.py.
+settings.register_profile(
+    "fuzz", max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck)
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))

@@ -51,6 +51,7 @@ CHANGED: Final = "schedule/changed"
 MAX_WAIT_MS: Final = 2_147_483_647
 MSG_BARRIER: Final = "Session persistence did not acknowledge the reminder"
 MSG_STOPPING: Final = "Schedule service is stopping"
+MSG_SESSION_ID: Final = "A schedule task needs a non-empty session id"
 
 _log = structlog.get_logger("schedlog.host")
 T = TypeVar("T")
@@ -463,6 +464,10 @@ class HostService:
         task_id = new_task_id()
         now = self.clock.now_ms()  # before queueing: a create may already be due when it lands
         record = build_host_record(args, id=task_id, now=now)
+        if type(session_id) is not str or not session_id:
+            # A task's sessionId must be a non-empty string (§11.1): writing one that is not
+            # would leave a task that refuses the whole store at the next open.
+            raise ScheduleError("internal_error", MSG_SESSION_ID)
         task = new_task(session_id, record)
         await self._submit(lambda: self.core.insert(task))
         return record

@@ -61,6 +61,19 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
 
 
+def _storable(key: str) -> bool:
+    """Whether SQLite text can hold ``key``: not when it has a lone surrogate (no UTF-8 form).
+
+    Such a key can never have been written here, so a lookup by it finds nothing (SPEC §11.11:
+    an unusual id is simply not found) instead of failing in the driver.
+    """
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _decode_row(seq: int, key: str, session_id: str, body: str) -> StoredTask:
     try:
         value = loads_strict(body.encode("utf-8", "surrogatepass"))
@@ -170,6 +183,8 @@ class SqliteTaskStore:
             yield _decode_row(seq, key, session_id, body)
 
     def session_tasks(self, session_id: str) -> list[StoredTask]:
+        if not _storable(session_id):
+            return []
         rows = self._conn.execute(
             "SELECT seq, id, session_id, body FROM tasks WHERE session_id = ? ORDER BY seq",
             (session_id,),
@@ -177,6 +192,8 @@ class SqliteTaskStore:
         return [_decode_row(*row) for row in rows]
 
     def get(self, task_id: str) -> StoredTask | None:
+        if not _storable(task_id):
+            return None
         row = self._conn.execute(
             "SELECT seq, id, session_id, body FROM tasks WHERE id = ?", (task_id,)
         ).fetchone()
@@ -205,7 +222,9 @@ class SqliteTaskStore:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeEncodeError) as exc:
+            # UnicodeEncodeError: an id or session id with a lone surrogate, which SQLite text
+            # (UTF-8) cannot hold; the write fails like any other storage failure.
             raise StoreWriteError(f"cannot write {self.path}: {exc}") from exc
         return cur
 
@@ -227,6 +246,8 @@ class SqliteTaskStore:
             raise StoreWriteError(f"task {task.id!r} does not exist")
 
     def delete(self, task_id: str) -> bool:
+        if not _storable(task_id):
+            return False
         return self._write("DELETE FROM tasks WHERE id = ?", (task_id,)).rowcount == 1
 
     def close(self) -> None:

@@ -1,0 +1,135 @@
+"""The fuzz property: what may come out of the library for hostile input.
+
+* No exception escapes except the documented ones: :class:`ScheduleError` subclasses (with a
+  SPEC §14 code) and, where documented, :class:`JSONSyntaxError`.
+* Every rejection (raised error, error value, result code) carries a code from SPEC §14, and
+  from the narrower set the SPEC allows at that entry point.
+* Every value handed back to a caller is JSON that our own writer can encode and read back.
+
+A violation raises :class:`Escape`, which names what escaped and from where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Final, TypeVar
+
+from schedlog.errors import ScheduleError
+from schedlog.rules.text import js_dumps, loads_strict
+
+T = TypeVar("T")
+
+#: Every code of SPEC §14, table by table.
+INPUT_CODES: Final = frozenset(  # §14.1
+    {
+        "invalid_selector",
+        "invalid_prompt",
+        "invalid_rule",
+        "invalid_time_zone",
+        "not_future",
+        "time_out_of_range",
+        "frequency_too_high",
+        "corrupt_schedule_log",
+        "persistence_uncertain",
+        "internal_error",
+    }
+)
+RESULT_CODES: Final = frozenset(  # §14.2
+    {"schedule_not_found", "schedule_ended", "schedule_conflict", "delivery_cursor_not_found"}
+)
+STORE_OPEN_CODES: Final = frozenset({"malformed-medium", "version-mismatch", "invalid-record"})
+CLI_CODES: Final = frozenset({"invalid_request"})  # §14.4
+SPEC_CODES: Final = INPUT_CODES | RESULT_CODES | STORE_OPEN_CODES | CLI_CODES
+
+# Narrower sets, per entry point, as the SPEC states them.
+DECODER: Final = frozenset({"corrupt_schedule_log"})  # §6.5, §10.2, §10.3
+CRON: Final = frozenset({"invalid_rule"})  # §8.2
+ZONE: Final = frozenset({"invalid_time_zone"})  # §4.1
+AT: Final = frozenset({"invalid_rule", "invalid_time_zone", "time_out_of_range", "not_future"})
+DECIDE: Final = frozenset({"time_out_of_range", "invalid_rule"})  # §7.2
+CREATE: Final = INPUT_CODES - {"corrupt_schedule_log", "persistence_uncertain", "internal_error"}
+UPDATE: Final = CREATE | {"schedule_conflict"}
+#: Host tool values (§11.10) never carry corrupt_schedule_log or persistence_uncertain.
+#: internal_error is allowed (a session id the store cannot hold fails the write), but any
+#: exception that reached the tools' catch-all is reported separately (``tool.failed``).
+HOST_TOOL: Final = INPUT_CODES - {"corrupt_schedule_log", "persistence_uncertain"} | {
+    "schedule_not_found",
+    "schedule_ended",
+    "schedule_conflict",
+}
+HOST_REMOTE: Final = HOST_TOOL | {"delivery_cursor_not_found"}
+#: Session tool values (§10.5) on a readable log; corrupt logs add corrupt_schedule_log.
+SESSION_TOOL: Final = CREATE | {"schedule_not_found", "corrupt_schedule_log"}
+SESSION_TOOL_DAMAGED: Final = SESSION_TOOL | {"persistence_uncertain"}
+
+
+class Escape(AssertionError):
+    """The fuzz property was violated: an undocumented exception, code or value."""
+
+
+def check_code(code: object, allowed: Iterable[str], where: str) -> None:
+    if type(code) is not str or code not in SPEC_CODES:
+        raise Escape(f"{where}: code {code!r} is not a SPEC §14 code")
+    if code not in allowed:
+        raise Escape(f"{where}: code {code!r} is not allowed here (allowed: {sorted(allowed)})")
+
+
+def check_error(exc: ScheduleError, allowed: Iterable[str], where: str) -> None:
+    check_code(exc.code, allowed, where)
+    if type(exc.message) is not str or not exc.message:
+        raise Escape(f"{where}: {exc!r} has no message")
+
+
+def expect(
+    where: str,
+    fn: Callable[[], T],
+    allowed: Iterable[str],
+    also: tuple[type[BaseException], ...] = (),
+) -> T | BaseException:
+    """Run ``fn``: its value, or the documented error it raised (after checking its code)."""
+    try:
+        return fn()
+    except ScheduleError as exc:
+        check_error(exc, allowed, where)
+        return exc
+    except also as exc:
+        return exc
+    except Escape:
+        raise
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        raise Escape(f"{where}: {type(exc).__name__} escaped: {exc!r}"[:2000]) from exc
+
+
+def check_json(value: object, where: str) -> Any:
+    """``value`` must encode as compact JSON and decode back; returns the decoded copy."""
+    try:
+        text = js_dumps(value)
+        return loads_strict(text)
+    except Exception as exc:
+        raise Escape(f"{where}: value is not JSON our writer can round-trip: {exc!r}") from exc
+
+
+def check_value(value: object, allowed: Iterable[str], where: str) -> None:
+    """A tool or remote value: JSON, and every ``code`` it carries is allowed."""
+    check_json(value, where)
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if isinstance(item, dict) and "code" in item:
+            check_code(item["code"], allowed, where)
+            if "message" in item and (type(item["message"]) is not str or not item["message"]):
+                raise Escape(f"{where}: error value {item!r} has no message")
+
+
+def round_trip(
+    where: str, encoded: object, decode: Callable[[Any], T], encode: Callable[[T], object]
+) -> None:
+    """What we write must read back as itself: ``encode(decode(json(encoded))) == json(encoded)``.
+
+    Compared as JSON, since JSON itself joins two lone surrogates into one astral character.
+    """
+    data = check_json(encoded, where)
+    again = expect(f"{where} read back", lambda: decode(data), ())
+    if isinstance(again, BaseException) or check_json(encode(again), where) != data:
+        raise Escape(f"{where} does not read back as itself: {data!r} -> {again!r}"[:2000])
