@@ -14,6 +14,7 @@ from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
 __all__ = [
     "ABSENT",
     "InvalidRequest",
+    "configure_diagnostics",
     "parse_request_instant",
     "run_batch",
     "write_json_line",
@@ -69,6 +70,21 @@ def parse_request_instant(value: object, field: str = "now") -> int:
         offset_ms = (oh * 60 + om) * 60_000 * (-1 if off[0] == "-" else 1)
     local = days_from_civil(year, month, day) * DAY_MS + ((hour * 60 + minute) * 60 + second) * 1000
     return local + millis - offset_ms
+
+
+def configure_diagnostics(stream: TextIO | None = None) -> None:
+    """Render structlog diagnostics as JSON lines on stderr, never on stdout (SPEC §15.1, §17)."""
+    import structlog  # only the commands that log need it
+
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else sys.stderr),
+        cache_logger_on_first_use=False,
+    )
 
 
 def write_json_line(value: Any, out: TextIO | None = None) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 from collections.abc import Sequence
+from typing import Any
 
+# Registration is cheap: each *_cmd module is argparse wiring only, and a command imports its
+# implementation when it runs (``schedlog replay`` never loads asyncio or the host).
 from schedlog.cli import host_cmd, logs_cmd, rules_cmd, session_cmd
-from schedlog.host.validate import validate_store_report
 
 __all__ = ["build_parser", "main"]
 
@@ -23,32 +24,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     rules_cmd.register(sub)
-    logs_cmd.register(sub, validate_store=validate_store_report)
+    logs_cmd.register(sub, validate_store=_validate_store)
     session_cmd.register(sub)
     session_cmd.register_tools(sub)
     host_cmd.register(sub)
     return parser
 
 
+def _validate_store(path: str, backend: str | None) -> dict[str, Any]:
+    """``validate --store``: the host's store report, imported only when asked for."""
+    from schedlog.host.validate import validate_store_report
+
+    return validate_store_report(path, backend)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _tolerate_invalid_utf8(sys.stdin)
     try:
         code: int = args.func(args)
     except BrokenPipeError:
         return 1
     return code
-
-
-def _tolerate_invalid_utf8(stream: object) -> None:
-    """Let a batch answer a request line of invalid UTF-8 with ``invalid_request`` (SPEC §15.1).
-
-    Under a UTF-8 locale Python decodes stdin strictly, so the first invalid byte would end the
-    whole batch with a traceback. With ``surrogateescape`` the bytes survive as lone surrogates,
-    which the request decoder rejects like any other invalid JSON text.
-    """
-    if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
-        stream.reconfigure(errors="surrogateescape")
 
 
 if __name__ == "__main__":

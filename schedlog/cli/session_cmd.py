@@ -2,27 +2,22 @@
 
 ``session batch`` serves JSON requests on virtual time; ``session run`` runs the live owner on
 the real clock and prints each delivery as it happens.
+
+Only the argparse wiring lives here: each command imports its implementation
+(:mod:`schedlog.cli._session`, the tool catalogs) when it runs, so registering the commands
+costs no asyncio, runtime or catalog import. ``configure_diagnostics``, ``run_live_session``
+and ``session_batch_handlers`` are still importable from here; they load on first use.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import sys
-from collections.abc import Callable
-from typing import Any, Final, TextIO
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
-import structlog
-
-from schedlog.cli.common import parse_request_instant, require, run_batch, write_json_line
-from schedlog.host import catalog as host_catalog
-from schedlog.runtime import catalog as session_catalog
-from schedlog.runtime.batch import BatchSession, delivery_json
-from schedlog.runtime.clock import SystemClock
-from schedlog.runtime.engine import SessionEngine
-from schedlog.runtime.interfaces import Clock, FollowupMessage
-from schedlog.runtime.session_file import FileSession
+if TYPE_CHECKING:
+    from schedlog.cli._session import run_live_session, session_batch_handlers
+    from schedlog.cli.common import configure_diagnostics
 
 __all__ = [
     "configure_diagnostics",
@@ -32,18 +27,19 @@ __all__ = [
     "session_batch_handlers",
 ]
 
+#: name -> the module it is imported from on first use (PEP 562)
+_LAZY: Final = {
+    "configure_diagnostics": "schedlog.cli.common",
+    "run_live_session": "schedlog.cli._session",
+    "session_batch_handlers": "schedlog.cli._session",
+}
 
-def configure_diagnostics(stream: TextIO | None = None) -> None:
-    """Render structlog diagnostics as JSON lines on stderr, never on stdout (SPEC §15.1, §17)."""
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.JSONRenderer(),
-        ],
-        logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else sys.stderr),
-        cache_logger_on_first_use=False,
-    )
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 
 def register(subparsers: Any) -> None:
@@ -84,10 +80,11 @@ def register(subparsers: Any) -> None:
     run.set_defaults(func=_run_main)
 
 
-#: protocol -> its catalog as a JSON value and as Markdown
-_CATALOGS: Final[dict[str, tuple[Callable[[], dict[str, Any]], Callable[[], str]]]] = {
-    "session-local": (session_catalog.catalog, session_catalog.catalog_markdown),
-    "host": (host_catalog.catalog, host_catalog.catalog_markdown),
+#: protocol -> the module whose ``catalog()`` (JSON value) and ``catalog_markdown()`` describe
+#: its tools; imported only by ``tools catalog``.
+_CATALOGS: Final[dict[str, str]] = {
+    "session-local": "schedlog.runtime.catalog",
+    "host": "schedlog.host.catalog",
 }
 
 
@@ -105,88 +102,25 @@ def register_tools(subparsers: Any) -> None:
 
 
 def _catalog_main(args: argparse.Namespace) -> int:
-    as_json, as_markdown = _CATALOGS[args.protocol]
+    import sys
+
+    from schedlog.cli.common import write_json_line
+
+    catalog = importlib.import_module(_CATALOGS[args.protocol])
     if args.format == "markdown":
-        sys.stdout.write(as_markdown())
+        sys.stdout.write(catalog.catalog_markdown())
     else:
-        write_json_line(as_json())
+        write_json_line(catalog.catalog())
     return 0
-
-
-def session_batch_handlers(session: BatchSession) -> dict[str, Any]:
-    """The request handlers of ``session batch`` over one :class:`BatchSession`."""
-
-    def tool(name: str) -> Any:
-        def handle(request: dict[str, Any]) -> Any:
-            now = parse_request_instant(request.get("now"), "now")
-            args = require(request, "args", dict)
-            return getattr(session, name)(now, args)
-
-        return handle
-
-    def tick(request: dict[str, Any]) -> Any:
-        return {"delivered": session.tick(parse_request_instant(request.get("now"), "now"))}
-
-    def activity(request: dict[str, Any]) -> Any:
-        return session.archive_activity(parse_request_instant(request.get("now"), "now"))
-
-    def stop(request: dict[str, Any]) -> Any:
-        return session.archive_stop(parse_request_instant(request.get("now"), "now"))
-
-    return {
-        "schedule_create": tool("schedule_create"),
-        "schedule_list": tool("schedule_list"),
-        "schedule_delete": tool("schedule_delete"),
-        "tick": tick,
-        "archive_activity": activity,
-        "archive_stop": stop,
-    }
 
 
 def _batch_main(args: argparse.Namespace) -> int:
-    configure_diagnostics()
-    session = BatchSession(args.log, session_id=args.session_id)
-    try:
-        run_batch(sys.stdin, session_batch_handlers(session))
-    finally:
-        session.close()
-    return 0
+    from schedlog.cli._session import batch_main
 
-
-async def run_live_session(
-    path: str,
-    *,
-    clock: Clock,
-    stop: asyncio.Event,
-    session_id: str | None = None,
-    out: TextIO | None = None,
-) -> FileSession:
-    """Run the live owner of the log at ``path`` until ``stop`` is set, printing each delivery
-    as a JSON line; then dispose the owner and close the log. Returns the session."""
-
-    def show(message: FollowupMessage) -> None:
-        write_json_line(delivery_json(message), out)
-
-    session = FileSession(path, session_id=session_id, on_followup=show)
-    engine = SessionEngine(session, session, clock)
-    engine.start()
-    try:
-        await stop.wait()
-    finally:
-        await engine.dispose()
-        session.close()
-    return session
+    return batch_main(args)
 
 
 def _run_main(args: argparse.Namespace) -> int:
-    configure_diagnostics()
+    from schedlog.cli._session import run_main
 
-    async def main() -> None:
-        await run_live_session(
-            args.log, clock=SystemClock(), stop=asyncio.Event(), session_id=args.session_id
-        )
-
-    # On Ctrl-C asyncio.run cancels the main task, which disposes the owner on its way out.
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
-    return 0
+    return run_main(args)

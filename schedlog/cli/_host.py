@@ -1,0 +1,293 @@
+"""The implementation of ``schedlog host`` and ``schedlog migrate`` (SPEC §15.4, §15.5, §16.5).
+
+:mod:`schedlog.cli.host_cmd` holds only the argparse wiring and imports this module when one of
+its commands runs.
+
+* ``host batch``: JSON Lines requests on a virtual clock (every clock sample is the request's
+  ``now``); deliveries happen only on ``tick``.
+* ``host run``: the host service on the real clock until SIGINT/SIGTERM, delivering into the
+  sessions directory.
+* ``host catalog`` / ``host history``: human read commands (tables, or ``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Coroutine, Iterable
+from typing import Any, TextIO, TypeVar
+
+from schedlog.cli.common import (
+    ABSENT,
+    configure_diagnostics,
+    parse_request_instant,
+    require,
+    run_batch,
+    write_json_line,
+)
+from schedlog.errors import StoreOpenError
+from schedlog.host.config import Retention
+from schedlog.host.remote import REMOTE_OPERATIONS, call_remote
+from schedlog.host.service import HostService
+from schedlog.host.sessions import SessionsDirectory
+from schedlog.host.store import Backend, TaskStore, open_store
+from schedlog.host.tools import TOOL_NAMES, HostTools
+
+__all__ = [
+    "BatchClock",
+    "HostBatch",
+    "cmd_batch",
+    "cmd_catalog",
+    "cmd_history",
+    "cmd_migrate",
+    "cmd_run",
+]
+
+T = TypeVar("T")
+
+
+class BatchClock:
+    """The virtual clock of batch mode: every sample is the current request's ``now``."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def now_ms(self) -> int:
+        return self.now
+
+    async def sleep_until(self, deadline_ms: int) -> None:  # the batch service has no timer
+        await asyncio.sleep(0)
+
+
+class HostBatch:
+    """One ``host batch`` process: the store opened once, a private event loop, a virtual clock.
+
+    When the store fails to open, :attr:`open_error` is set and every request line is answered
+    with that error; the store is left untouched.
+    """
+
+    def __init__(
+        self,
+        store: str,
+        sessions: str,
+        *,
+        backend: Backend | None = None,
+        keep: Retention | None = None,
+    ) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.clock = BatchClock()
+        self.sessions = SessionsDirectory(sessions)
+        self.open_error: StoreOpenError | None = None
+        self.service: HostService | None = None
+        try:
+            opened: TaskStore = open_store(store, backend)
+        except StoreOpenError as exc:
+            self.open_error = exc
+            return
+        self.service = self._run(self._start(opened, keep or Retention()))
+        self.tools = HostTools(self.service)
+
+    async def _start(self, store: TaskStore, keep: Retention) -> HostService:
+        return HostService(store, self.sessions, self.clock, keep, auto_drive=False)
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run_until_complete(coro)
+
+    def _service(self) -> HostService:
+        assert self.service is not None
+        return self.service
+
+    def _at(self, request: dict[str, Any]) -> None:
+        self.clock.now = parse_request_instant(request.get("now", ABSENT))
+
+    # --- handlers ------------------------------------------------------------------------
+
+    def _tool(self, request: dict[str, Any]) -> Any:
+        session = require(request, "session", str)
+        self._at(request)
+        args = require(request, "args", dict)
+        return self._run(self.tools.call(request["op"], session, args))
+
+    def _remote(self, request: dict[str, Any]) -> Any:
+        self._at(request)
+        args = require(request, "args", dict)
+        return self._run(call_remote(self._service(), request["op"], args))
+
+    def _tick(self, request: dict[str, Any]) -> Any:
+        self._at(request)
+        sent = self._run(self._service().tick())
+        return {"delivered": [d.to_json() for d in sent]}
+
+    def _archive_session(self, request: dict[str, Any]) -> str | None:
+        self._at(request)
+        args = require(request, "args", dict)
+        value = args.get("sessionId")
+        return value if type(value) is str else None
+
+    def _archive_activity(self, request: dict[str, Any]) -> Any:
+        session = self._archive_session(request)
+        return None if session is None else self._service().archive_activity(session)
+
+    def _archive_stop(self, request: dict[str, Any]) -> Any:
+        session = self._archive_session(request)
+        deleted = [] if session is None else self._run(self._service().archive_stop(session))
+        return {"deleted": deleted}
+
+    def handlers(self) -> dict[str, Any]:
+        table: dict[str, Any] = {name: self._tool for name in TOOL_NAMES}
+        table.update({name: self._remote for name in REMOTE_OPERATIONS})
+        table["tick"] = self._tick
+        table["archive_activity"] = self._archive_activity
+        table["archive_stop"] = self._archive_stop
+        return table
+
+    def serve(self, lines: Iterable[str], out: TextIO | None = None) -> None:
+        """Answer every request line (SPEC §15.1)."""
+        if self.open_error is not None:
+            error = {"error": self.open_error.to_value()}
+            for _line in lines:
+                write_json_line(error, out)
+            return
+        run_batch(lines, self.handlers(), out)
+
+    def close(self) -> None:
+        if self.service is not None:
+            self._run(self.service.aclose())
+        self.sessions.close()
+        self.loop.close()
+
+
+# --- commands ----------------------------------------------------------------------------
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    configure_diagnostics()
+    keep = Retention(args.history_days, args.history_records)
+    batch = HostBatch(args.store, args.sessions, backend=args.backend, keep=keep)
+    try:
+        batch.serve(sys.stdin)
+    finally:
+        batch.close()
+    return 0
+
+
+async def _run_host(args: argparse.Namespace) -> int:
+    from schedlog.runtime.clock import SystemClock
+
+    try:
+        store = open_store(args.store, args.backend)
+    except StoreOpenError as exc:
+        write_json_line({"error": exc.to_value()}, sys.stderr)
+        return 1
+    sessions = SessionsDirectory(args.sessions)
+    keep = Retention(args.history_days, args.history_records)
+    service = HostService(store, sessions, SystemClock(), keep)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await service.aclose()
+        sessions.close()
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    configure_diagnostics()
+    return asyncio.run(_run_host(args))
+
+
+def _open_for_read(args: argparse.Namespace) -> TaskStore | None:
+    try:
+        return open_store(args.store, args.backend)
+    except StoreOpenError as exc:
+        write_json_line({"error": exc.to_value()})
+        return None
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from schedlog.host.task import catalog_entry
+
+    store = _open_for_read(args)
+    if store is None:
+        return 1
+    try:
+        tasks = sorted(
+            (st.task for st in store.tasks()), key=lambda t: (t.record.scheduled_at, t.id)
+        )
+        entries = [catalog_entry(t) for t in tasks]
+    finally:
+        store.close()
+    if args.json:
+        write_json_line(entries)
+        return 0
+    rows = [
+        [e["scheduledAt"], e["status"], e["kind"], e["sessionId"], e["id"], e["title"]]
+        for e in entries
+    ]
+    print(_table(rows, ["SCHEDULED AT", "STATUS", "KIND", "SESSION", "ID", "TITLE"]))
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from schedlog.errors import ScheduleInputError
+    from schedlog.host.history import check_limit, history_page
+
+    store = _open_for_read(args)
+    if store is None:
+        return 1
+    try:
+        st = store.get(args.id)
+    finally:
+        store.close()
+    try:
+        limit = check_limit(args.limit)
+        if st is None or st.task.session_id != args.session:
+            page: dict[str, Any] = {"id": args.id, "code": "schedule_not_found"}
+        else:
+            page = history_page(
+                st.task, limit, args.before, Retention(), has_before=args.before is not None
+            )
+    except ScheduleInputError as exc:
+        write_json_line({"error": exc.to_value()})
+        return 1
+    if args.json or "code" in page:
+        write_json_line(page)
+        return 1 if "code" in page else 0
+    rows = [
+        [r["deliveredAt"], r["scheduledAt"], r["messageId"], r.get("prompt", "")]
+        for r in page["records"]
+    ]
+    print(_table(rows, ["DELIVERED AT", "OCCURRENCE", "MESSAGE ID", "PROMPT"]))
+    if "nextBefore" in page:
+        print(f"(more: --before {page['nextBefore']})")
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from schedlog.errors import ScheduleError
+    from schedlog.host.migrate import migrate_log
+
+    store = _open_for_read(args)
+    if store is None:
+        return 1
+    try:
+        result = migrate_log(args.log, store, dry_run=args.dry_run)
+    except (ScheduleError, OSError) as exc:
+        code = getattr(exc, "code", "corrupt_schedule_log")
+        write_json_line({"error": {"code": code, "message": str(exc)}})
+        return 1
+    finally:
+        store.close()
+    write_json_line(result)
+    return 0

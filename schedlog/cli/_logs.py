@@ -1,0 +1,362 @@
+"""The implementation of ``schedlog validate``, ``replay`` and ``repair`` (SPEC §16).
+
+:mod:`schedlog.cli.logs_cmd` holds only the argparse wiring and imports this module when one of
+its commands runs.
+
+These commands never deliver reminders. ``validate`` and ``replay`` only read; ``repair`` only
+truncates a torn tail, and never touches a log with a corrupt complete line. Output is the
+JSON Lines of SPEC §16 with ``--json`` or whenever stdout is not a terminal, and a human table
+on a terminal. Exit status: 0 success, 1 a checked file failed, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+import msgspec
+
+from schedlog.cli import logs_cmd
+from schedlog.cli.common import InvalidRequest, parse_request_instant, write_json_line
+from schedlog.cli.logs_cmd import StoreValidator
+from schedlog.eventlog.errors import CorruptLogError
+from schedlog.eventlog.reader import LogContents
+from schedlog.fold.state import FoldState
+from schedlog.invariant.logs import validate_log
+from schedlog.rules.instants import format_instant, is_representable
+
+__all__ = [
+    "PROGRESS_THRESHOLD",
+    "LogCheck",
+    "check_session_log",
+    "cmd_repair",
+    "cmd_replay",
+    "cmd_validate",
+    "parse_at",
+    "replay_report",
+    "validate_report",
+]
+
+#: More files than this and ``validate`` reports its progress on stderr.
+PROGRESS_THRESHOLD: Final = 20
+DELIVERY_MODE: Final = "session-local"
+
+
+# --- checking one log -------------------------------------------------------------------------
+
+
+class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of reading and folding one session log."""
+
+    path: str
+    contents: LogContents | None = None  #: None when the file could not be read
+    state: FoldState | None = None  #: None unless the log is valid
+    error: CorruptLogError | None = None
+    read_error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.state is not None
+
+
+def check_session_log(path: str) -> LogCheck:
+    """Read ``path`` and fold its owned suffix, without modifying it."""
+    try:
+        contents = logs_cmd.read_log(path)  # through the command module: a seam for tests
+    except OSError as exc:
+        return LogCheck(path=path, read_error=f"cannot read {path}: {exc.strerror or exc}")
+    try:
+        state = validate_log(contents)
+    except CorruptLogError as exc:
+        return LogCheck(path=path, contents=contents, error=exc)
+    return LogCheck(path=path, contents=contents, state=state)
+
+
+def _error_value(check: LogCheck) -> dict[str, Any]:
+    if check.read_error is not None:
+        return {"code": "internal_error", "message": check.read_error}
+    exc = check.error
+    assert exc is not None
+    message = exc.message if exc.path == "$" else f"{exc.message} - at `{exc.path}`"
+    return {"code": exc.code, "message": message, "line": exc.line}
+
+
+def validate_report(check: LogCheck) -> dict[str, Any]:
+    """The SPEC §16.1 session-log report."""
+    contents = check.contents
+    header = contents.header if contents is not None else None
+    report: dict[str, Any] = {
+        "path": check.path,
+        "kind": "session-log",
+        "ok": check.ok,
+        "sessionId": header.session_id if header is not None else None,
+        "events": len(contents.events) if contents is not None else 0,
+        "seedLength": header.seed_length if header is not None else (0 if check.ok else None),
+        "tornTail": bool(contents.torn_tail) if contents is not None else False,
+        "active": len(check.state.active) if check.state is not None else None,
+    }
+    if not check.ok:
+        report["error"] = _error_value(check)
+    return report
+
+
+# --- output helpers ---------------------------------------------------------------------------
+
+
+def _wants_json(args: argparse.Namespace, out: TextIO) -> bool:
+    return bool(args.json) or not out.isatty()
+
+
+def _usage_error(args: argparse.Namespace, message: str) -> int:
+    parser: argparse.ArgumentParser = args.logs_parser
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _table(rows: list[tuple[str, ...]], out: TextIO) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+        out.write("  ".join(cells).rstrip() + "\n")
+
+
+def _location(exc: CorruptLogError) -> str:
+    where = f"line {exc.line}" if exc.line is not None else "header"
+    if exc.offset is not None:
+        where += f" (byte {exc.offset})"
+    return where
+
+
+def _human_failure(check: LogCheck) -> str:
+    if check.read_error is not None:
+        return check.read_error
+    exc = check.error
+    assert exc is not None
+    return f"{_location(exc)}: {exc.message} - at `{exc.path}`"
+
+
+def parse_at(text: str) -> int:
+    """The ``--at`` request instant in epoch ms (SPEC §15.1); the one place it is parsed."""
+    return parse_request_instant(text, "--at")
+
+
+# --- validate ---------------------------------------------------------------------------------
+
+
+def _walk(paths: list[str]) -> Iterator[str]:
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found = (p for p in path.rglob("*.jsonl") if p.is_file())
+            yield from sorted(str(p) for p in found)
+        else:
+            yield name
+
+
+class _Progress:
+    """``checked k/N files`` on stderr: rewritten in place on a terminal, JSON lines otherwise."""
+
+    def __init__(self, total: int, err: TextIO) -> None:
+        self.total = total
+        self.err = err
+        self.enabled = total > PROGRESS_THRESHOLD
+        self.tty = err.isatty()
+        self.step = max(1, total // 10)
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        if self.tty:
+            end = "\n" if done == self.total else ""
+            self.err.write(f"\rschedlog validate: checked {done}/{self.total} files{end}")
+            self.err.flush()
+        elif done % self.step == 0 or done == self.total:
+            write_json_line(
+                {"event": "validate.progress", "checked": done, "total": self.total}, self.err
+            )
+
+
+def cmd_validate(args: argparse.Namespace, validate_store: StoreValidator | None) -> int:
+    out: TextIO = sys.stdout
+    if not args.logs and args.store is None:
+        return _usage_error(args, "give at least one LOG (file or directory) or --store")
+    if args.backend is not None and args.store is None:
+        return _usage_error(args, "--backend needs --store")
+    if args.store is not None and validate_store is None:
+        return _usage_error(args, "--store is not supported by this build")
+    missing = [name for name in args.logs if not os.path.exists(name)]
+    if missing:
+        return _usage_error(args, f"no such file or directory: {missing[0]}")
+    as_json = _wants_json(args, out)
+    failed = False
+    if args.store is not None:
+        assert validate_store is not None
+        store_report = validate_store(args.store, args.backend)
+        failed = failed or not store_report.get("ok", False)
+        if as_json:
+            write_json_line(store_report, out)
+        else:
+            verdict = "OK" if store_report.get("ok") else "FAIL"
+            out.write(f"{verdict:<4}  {args.store}  store, {store_report.get('tasks')} tasks\n")
+    files = list(_walk(args.logs))
+    progress = _Progress(len(files), sys.stderr)
+    rows: list[tuple[str, ...]] = [("RESULT", "PATH", "SESSION", "EVENTS", "ACTIVE", "NOTE")]
+    for done, name in enumerate(files, start=1):
+        check = check_session_log(name)
+        failed = failed or not check.ok
+        if as_json:
+            write_json_line(validate_report(check), out)
+        else:
+            rows.append(_human_validate_row(check))
+        progress.update(done)
+    if not as_json:
+        if len(rows) > 1:
+            _table(rows, out)
+        bad = sum(1 for row in rows[1:] if row[0] == "FAIL")
+        out.write(f"{len(files)} session log(s) checked, {bad} failed\n")
+    return 1 if failed else 0
+
+
+def _human_validate_row(check: LogCheck) -> tuple[str, ...]:
+    report = validate_report(check)
+    notes = []
+    if report["tornTail"]:
+        assert check.contents is not None
+        notes.append(f"torn tail of {len(check.contents.torn_tail)} bytes (ignored)")
+    if not check.ok:
+        notes.append(_human_failure(check))
+    return (
+        "OK" if check.ok else "FAIL",
+        check.path,
+        str(report["sessionId"] or "-"),
+        str(report["events"]),
+        "-" if report["active"] is None else str(report["active"]),
+        "; ".join(notes),
+    )
+
+
+# --- replay -----------------------------------------------------------------------------------
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    out: TextIO = sys.stdout
+    at: int | None = None
+    if args.at is not None:
+        try:
+            at = parse_at(args.at)
+        except InvalidRequest as exc:
+            return _usage_error(args, exc.message)
+    if not os.path.exists(args.log):
+        return _usage_error(args, f"no such file: {args.log}")
+    check = check_session_log(args.log)
+    if _wants_json(args, out):
+        write_json_line(replay_report(check, at), out)
+        return 0 if check.ok else 1
+    if not check.ok:
+        out.write(f"{check.path}: corrupt: {_human_failure(check)}\n")
+        return 1
+    # The wall clock is read here, at the CLI edge, only for the human table's state column.
+    now = at if at is not None else int(time.time() * 1000)
+    _human_replay(check, now, out)
+    return 0
+
+
+def replay_report(check: LogCheck, at: int | None) -> dict[str, Any]:
+    """The SPEC §16.2 output: the fold, with views at ``at`` when given, or ``{"error":…}``."""
+    if not check.ok:
+        return {"error": _error_value(check)}
+    assert check.state is not None and check.contents is not None
+    header = check.contents.header
+    active = [r.to_json() if at is None else r.view(at, DELIVERY_MODE) for r in check.state.active]
+    return {
+        "sessionId": header.session_id if header is not None else None,
+        "seedLength": header.seed_length if header is not None else 0,
+        "active": active,
+        "seenIds": list(check.state.seen_ids),
+    }
+
+
+def _human_replay(check: LogCheck, now: int, out: TextIO) -> None:
+    assert check.state is not None and check.contents is not None
+    header = check.contents.header
+    if header is None:
+        out.write(f"{check.path}: a new log (no header yet); no reminders\n")
+        return
+    parent = f", forked from {header.parent_session_id}" if header.parent_session_id else ""
+    when = format_instant(now) if is_representable(now) else str(now)
+    out.write(
+        f"session {header.session_id} (seedLength {header.seed_length}{parent}): "
+        f"{len(check.state.active)} active, {len(check.state.seen_ids)} id(s) seen; "
+        f"state at {when}\n"
+    )
+    if not check.state.active:
+        return
+    rows: list[tuple[str, ...]] = [("ID", "KIND", "TARGET (UTC)", "STATE")]
+    for record in check.state.active:
+        kind: str = record.kind
+        if record.every_seconds is not None:
+            kind = f"every {record.every_seconds}s"
+        state = "overdue" if now >= record.scheduled_at else "scheduled"
+        rows.append((record.id, kind, format_instant(record.scheduled_at), state))
+    _table(rows, out)
+
+
+# --- repair -----------------------------------------------------------------------------------
+
+
+def _truncate_torn_tail(path: str, contents: LogContents) -> None:
+    """Cut the file back to its complete lines, refusing if it changed since it was read."""
+    expected = contents.complete_size + len(contents.torn_tail)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if size != expected:
+            raise OSError(f"{path} changed while it was being repaired ({size} != {expected})")
+        os.ftruncate(fd, contents.complete_size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    out: TextIO = sys.stdout
+    if not os.path.exists(args.log):
+        return _usage_error(args, f"no such file: {args.log}")
+    check = check_session_log(args.log)
+    as_json = _wants_json(args, out)
+    torn = len(check.contents.torn_tail) if check.contents is not None else 0
+    report: dict[str, Any] = {"path": args.log, "tornTail": torn > 0, "truncatedBytes": 0}
+    if not check.ok:
+        # A corrupt complete line is reported and never repaired, and the file is not touched.
+        report["error"] = _error_value(check)
+        if as_json:
+            write_json_line(report, out)
+        else:
+            out.write(f"{args.log}: not repaired: {_human_failure(check)}\n")
+        return 1
+    assert check.contents is not None
+    if torn and not args.dry_run:
+        try:
+            _truncate_torn_tail(args.log, check.contents)
+        except OSError as exc:
+            report["error"] = {"code": "internal_error", "message": str(exc)}
+            if as_json:
+                write_json_line(report, out)
+            else:
+                out.write(f"{args.log}: not repaired: {exc}\n")
+            return 1
+    report["truncatedBytes"] = torn
+    if as_json:
+        write_json_line(report, out)
+    elif not torn:
+        out.write(f"{args.log}: no torn tail; nothing to do\n")
+    else:
+        verb = "would truncate" if args.dry_run else "truncated"
+        out.write(f"{args.log}: {verb} {torn} bytes of torn tail\n")
+    return 0

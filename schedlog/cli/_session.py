@@ -1,0 +1,112 @@
+"""The implementation of ``schedlog session`` (SPEC §15.3, §15.5).
+
+:mod:`schedlog.cli.session_cmd` holds only the argparse wiring and imports this module when one
+of its commands runs, so other commands never pay for asyncio and the runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from typing import Any, TextIO
+
+from schedlog.cli.common import (
+    configure_diagnostics,
+    parse_request_instant,
+    require,
+    run_batch,
+    write_json_line,
+)
+from schedlog.runtime.batch import BatchSession, delivery_json
+from schedlog.runtime.clock import SystemClock
+from schedlog.runtime.engine import SessionEngine
+from schedlog.runtime.interfaces import Clock, FollowupMessage
+from schedlog.runtime.session_file import FileSession
+
+__all__ = [
+    "batch_main",
+    "run_live_session",
+    "run_main",
+    "session_batch_handlers",
+]
+
+
+def session_batch_handlers(session: BatchSession) -> dict[str, Any]:
+    """The request handlers of ``session batch`` over one :class:`BatchSession`."""
+
+    def tool(name: str) -> Any:
+        def handle(request: dict[str, Any]) -> Any:
+            now = parse_request_instant(request.get("now"), "now")
+            args = require(request, "args", dict)
+            return getattr(session, name)(now, args)
+
+        return handle
+
+    def tick(request: dict[str, Any]) -> Any:
+        return {"delivered": session.tick(parse_request_instant(request.get("now"), "now"))}
+
+    def activity(request: dict[str, Any]) -> Any:
+        return session.archive_activity(parse_request_instant(request.get("now"), "now"))
+
+    def stop(request: dict[str, Any]) -> Any:
+        return session.archive_stop(parse_request_instant(request.get("now"), "now"))
+
+    return {
+        "schedule_create": tool("schedule_create"),
+        "schedule_list": tool("schedule_list"),
+        "schedule_delete": tool("schedule_delete"),
+        "tick": tick,
+        "archive_activity": activity,
+        "archive_stop": stop,
+    }
+
+
+def batch_main(args: argparse.Namespace) -> int:
+    configure_diagnostics()
+    session = BatchSession(args.log, session_id=args.session_id)
+    try:
+        run_batch(sys.stdin, session_batch_handlers(session))
+    finally:
+        session.close()
+    return 0
+
+
+async def run_live_session(
+    path: str,
+    *,
+    clock: Clock,
+    stop: asyncio.Event,
+    session_id: str | None = None,
+    out: TextIO | None = None,
+) -> FileSession:
+    """Run the live owner of the log at ``path`` until ``stop`` is set, printing each delivery
+    as a JSON line; then dispose the owner and close the log. Returns the session."""
+
+    def show(message: FollowupMessage) -> None:
+        write_json_line(delivery_json(message), out)
+
+    session = FileSession(path, session_id=session_id, on_followup=show)
+    engine = SessionEngine(session, session, clock)
+    engine.start()
+    try:
+        await stop.wait()
+    finally:
+        await engine.dispose()
+        session.close()
+    return session
+
+
+def run_main(args: argparse.Namespace) -> int:
+    configure_diagnostics()
+
+    async def main() -> None:
+        await run_live_session(
+            args.log, clock=SystemClock(), stop=asyncio.Event(), session_id=args.session_id
+        )
+
+    # On Ctrl-C asyncio.run cancels the main task, which disposes the owner on its way out.
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+    return 0

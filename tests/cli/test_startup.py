@@ -1,0 +1,113 @@
+"""Command registration stays cheap: ``replay`` and ``validate`` import only what they use."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schedlog.cli import host_cmd, logs_cmd, rules_cmd, session_cmd
+
+REPO = Path(__file__).resolve().parents[2]
+FORK = REPO / "fixtures" / "logs" / "fork-child.jsonl"
+
+# Run a command in a fresh interpreter, then list the modules it had imported.
+PROBE = """
+import contextlib, io, json, sys
+from schedlog.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+#: What an offline log command has no use for.
+HEAVY = ("asyncio", "structlog", "sqlite3", "schedlog.host", "schedlog.runtime")
+
+
+def imported_by(*argv: str) -> tuple[int, list[str]]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    result = json.loads(out.stdout)
+    return result["code"], result["modules"]
+
+
+def heavy(modules: list[str]) -> list[str]:
+    return [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY)]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["replay", "--json", "--log", str(FORK)],
+        ["validate", "--json", str(FORK)],
+        ["repair", "--dry-run", "--json", "--log", str(FORK)],
+    ],
+    ids=["replay", "validate", "repair"],
+)
+def test_offline_log_commands_import_no_asyncio_host_or_runtime(argv: list[str]) -> None:
+    code, modules = imported_by(*argv)
+    assert code == 0
+    assert heavy(modules) == []
+    assert "schedlog.eventlog.session_log" not in modules  # reading needs no appender
+
+
+def test_registering_every_command_imports_no_implementation() -> None:
+    probe = (
+        "import sys, json\n"
+        "from schedlog.cli.main import build_parser\n"
+        "build_parser()\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    modules = json.loads(out.stdout)
+    schedlog_modules = {m for m in modules if m.startswith("schedlog")}
+    assert schedlog_modules == {
+        "schedlog",
+        "schedlog.errors",
+        "schedlog.cli",
+        "schedlog.cli.main",
+        "schedlog.cli.host_cmd",
+        "schedlog.cli.logs_cmd",
+        "schedlog.cli.rules_cmd",
+        "schedlog.cli.session_cmd",
+    }
+    assert heavy(modules) == []
+
+
+def test_rules_batch_help_lists_exactly_the_batch_ops() -> None:
+    assert tuple(rules_cmd.RULES_OPS) == rules_cmd.OP_NAMES
+
+
+@pytest.mark.parametrize(
+    ("module", "names"),
+    [
+        (host_cmd, ["BatchClock", "HostBatch"]),
+        (
+            logs_cmd,
+            [
+                "PROGRESS_THRESHOLD",
+                "LogCheck",
+                "check_session_log",
+                "parse_at",
+                "replay_report",
+                "validate_report",
+            ],
+        ),
+        (rules_cmd, ["RULES_OPS", "decode_any_record", "upcoming_targets"]),
+        (session_cmd, ["configure_diagnostics", "run_live_session", "session_batch_handlers"]),
+    ],
+    ids=["host", "logs", "rules", "session"],
+)
+def test_implementation_names_are_still_importable_from_the_command_modules(
+    module: object, names: list[str]
+) -> None:
+    for name in names:
+        assert getattr(module, name) is not None
+    with pytest.raises(AttributeError):
+        getattr(module, "no_such_name")  # noqa: B009
