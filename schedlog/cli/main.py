@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -40,11 +41,23 @@ def _validate_store(path: str, backend: str | None) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _tolerate_invalid_utf8(sys.stdin)
     try:
         code: int = args.func(args)
     except BrokenPipeError:
         return 1
     return code
+
+
+def _tolerate_invalid_utf8(stream: object) -> None:
+    """Let a batch answer a request line of invalid UTF-8 with ``invalid_request`` (SPEC §15.1).
+
+    Under a UTF-8 locale Python decodes stdin strictly, so the first invalid byte would end the
+    whole batch with a traceback. With ``surrogateescape`` the bytes survive as lone surrogates,
+    which the request decoder rejects like any other invalid JSON text.
+    """
+    if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+        stream.reconfigure(errors="surrogateescape")
 
 
 if __name__ == "__main__":
