@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TextIO
 
 from schedlog.errors import ScheduleError
@@ -22,6 +22,9 @@ __all__ = [
 
 ABSENT: Final = object()
 INTERNAL_MESSAGE: Final = "The schedule operation failed."
+#: The longest request line answered, in characters without the newline (16 Mi). A longer line
+#: gets ``invalid_request`` and, read from a stream, is never held in memory whole.
+MAX_REQUEST_CHARS: Final = 16 * 1024 * 1024
 
 _REQUEST_INSTANT: Final = re.compile(
     r"([+-][0-9]{6}|[0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
@@ -104,10 +107,14 @@ def run_batch(
     A handler returns the ``ok`` value or raises :class:`ScheduleError` (a rule-level error) or
     :class:`InvalidRequest`. Anything else escaping a handler is a bug, reported as
     ``internal_error`` for that line so one bad request never stops the batch.
+
+    ``lines`` may be a text stream (``sys.stdin``): it is then read one bounded line at a time.
     """
-    for line in lines:
+    for line in _bounded_lines(lines):
         text = line[:-1] if line.endswith("\n") else line
         try:
+            if len(text) > MAX_REQUEST_CHARS:
+                raise InvalidRequest(f"request line is longer than {MAX_REQUEST_CHARS} characters.")
             request = _decode_request(text)
             op = request.get("op")
             handler = handlers.get(op) if isinstance(op, str) else None
@@ -124,6 +131,28 @@ def run_batch(
                 "error": {"code": "internal_error", "message": "The schedule operation failed."}
             }
         write_json_line(result, out)
+
+
+class _Overlong(str):
+    """Stands for a request line over the limit that was skipped, not kept."""
+
+    def __len__(self) -> int:
+        return MAX_REQUEST_CHARS + 1
+
+
+def _bounded_lines(lines: Iterable[str]) -> Iterator[str]:
+    readline = getattr(lines, "readline", None)
+    if readline is None:
+        yield from lines
+        return
+    limit = MAX_REQUEST_CHARS + 1
+    while line := readline(limit):
+        if len(line) < limit or line.endswith("\n"):
+            yield line
+            continue
+        while (rest := readline(1 << 20)) and not rest.endswith("\n"):
+            pass
+        yield _Overlong()
 
 
 def _decode_request(text: str) -> dict[str, object]:

@@ -3,6 +3,9 @@
 The reader never modifies the file. It stops at the first corrupt complete line and reports it
 with the file, the 1-based line, the byte offset of the line and the JSON path of the bad
 member. Bytes after the last ``\\n`` are a torn tail: kept apart, never decoded, never an error.
+
+A line longer than :data:`MAX_LINE_BYTES` is corruption (a longer torn tail is still only a torn
+tail); :func:`read_log` never holds such a line in memory whole.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import io
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import BinaryIO, Final
 
 import msgspec
 
@@ -20,7 +24,19 @@ from schedlog.eventlog.events import LogEvent, event_from_value
 from schedlog.eventlog.header import Header, decode_header
 from schedlog.rules.text import JSONSyntaxError, loads_strict
 
-__all__ = ["LogContents", "LogCorruption", "parse_lines", "parse_log", "read_log"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "LogContents",
+    "LogCorruption",
+    "parse_lines",
+    "parse_log",
+    "read_log",
+]
+
+#: The longest line of a session log, in bytes without its ``\\n`` (16 MiB). Writers refuse to
+#: write a longer one; a reader reports a longer complete line as corruption (``line_too_long``).
+MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+_MAX_RAW: Final = MAX_LINE_BYTES + 1
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -31,7 +47,7 @@ class LogCorruption(msgspec.Struct, frozen=True, kw_only=True):
 
     ``offset`` is the byte offset of the line's first byte in the file; ``path`` is the JSON
     path of the bad member within the line; ``rule`` names the broken rule (``json``,
-    ``empty_line``, ``event``, ``header``).
+    ``empty_line``, ``event``, ``header``, ``line_too_long``).
     """
 
     file: str
@@ -93,7 +109,39 @@ def read_log(path: str | os.PathLike[str]) -> LogContents:
     Memory for the file's bytes stays proportional to the longest line; the events are kept.
     """
     with open(path, "rb") as stream, _bulk_load():
-        return parse_lines(stream, file=os.fspath(path))
+        return parse_lines(_bounded_lines(stream), file=os.fspath(path))
+
+
+class _Overlong(bytes):
+    """Stands for a line longer than :data:`MAX_LINE_BYTES` without holding it: its content is
+    only its ``\\n`` (none for a torn tail), its ``len()`` the line's real length."""
+
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def _bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """The lines of ``stream`` (``\\n`` kept); a line over the limit is read in chunks, dropped,
+    and stood for by an :class:`_Overlong`."""
+    readline = stream.readline
+    while True:
+        line = readline(_MAX_RAW)
+        if len(line) < _MAX_RAW or line[-1:] == b"\n":
+            if not line:
+                return
+            yield line
+            continue
+        size, end = len(line), b""
+        while chunk := readline(1 << 20):
+            size += len(chunk)
+            if chunk[-1:] == b"\n":
+                end = b"\n"
+                break
+        overlong = _Overlong(end)
+        overlong.size = size
+        yield overlong
 
 
 def parse_log(data: bytes, *, file: str = "<bytes>") -> LogContents:
@@ -155,6 +203,15 @@ def parse_lines(lines: Iterable[bytes], *, file: str) -> LogContents:
         if raw[-1:] != b"\n":
             torn = raw
             break
+        if corruption is None and len(raw) > _MAX_RAW:
+            corruption = LogCorruption(
+                file=file,
+                line=line_no,
+                offset=offset,
+                path="$",
+                message=f"line is longer than {MAX_LINE_BYTES} bytes",
+                rule="line_too_long",
+            )
         if corruption is None:
             if line_no > 1:
                 # Fast path for the lines our writers emit: a JSON object whose compact

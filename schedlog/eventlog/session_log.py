@@ -29,7 +29,7 @@ from schedlog.eventlog.events import (
 )
 from schedlog.eventlog.followups import Member, delivered_members, parse_followup
 from schedlog.eventlog.header import Header
-from schedlog.eventlog.reader import read_log
+from schedlog.eventlog.reader import MAX_LINE_BYTES, read_log
 from schedlog.rules.text import JSONSyntaxError, loads_strict
 
 if TYPE_CHECKING:
@@ -183,14 +183,16 @@ class SessionLog:
         ``fold_schedule=False`` refuses every ``schedule/change`` with ``ValueError``. The line is
         round-tripped through the reader's decoder before it is written, so a value that would
         read back differently (a duplicate key after encoding, a non-string ``type``) is
-        refused with ``ValueError`` instead of corrupting the log. Not durable until
-        :meth:`flush`.
+        refused with ``ValueError`` instead of corrupting the log, and so is a line longer than
+        :data:`~schedlog.eventlog.reader.MAX_LINE_BYTES`. Not durable until :meth:`flush`.
         """
         from schedlog.fold.replay import apply_event
         from schedlog.invariant.checker import check
 
         fd = self._require_open()
         line = encode_line(event)
+        if len(line) > MAX_LINE_BYTES + 1:  # readers would take it for corruption
+            raise ValueError(f"event line of {len(line) - 1} bytes is over {MAX_LINE_BYTES}")
         try:
             value = loads_strict(line[:-1])
         except JSONSyntaxError as exc:

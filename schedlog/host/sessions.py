@@ -17,9 +17,22 @@ from schedlog.eventlog.reader import read_log
 from schedlog.eventlog.session_log import SessionLog
 from schedlog.invariant.logs import validate_log
 
-__all__ = ["SessionController", "SessionHandle", "SessionsDirectory", "encode_session_id"]
+__all__ = [
+    "MAX_LOG_NAME_BYTES",
+    "SessionController",
+    "SessionHandle",
+    "SessionIdTooLong",
+    "SessionsDirectory",
+    "encode_session_id",
+]
 
 _SAFE: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+#: The longest log file name, ``<enc(S)>.jsonl``: the usual file-system limit (NAME_MAX).
+MAX_LOG_NAME_BYTES: Final = 255
+
+
+class SessionIdTooLong(ValueError):
+    """The session's log file name would be longer than :data:`MAX_LOG_NAME_BYTES`."""
 
 
 class SessionHandle(Protocol):
@@ -79,12 +92,21 @@ class SessionsDirectory:
         self._open: dict[str, SessionLog] = {}
 
     def path_of(self, session_id: str) -> Path:
-        return self.directory / f"{encode_session_id(session_id)}.jsonl"
+        """``DIR/<enc(S)>.jsonl``, always a plain name inside ``DIR`` (``enc`` leaves no ``/``,
+        NUL or leading ``.``). Raises :class:`SessionIdTooLong` when the name would be longer
+        than 255 bytes: such a session has no log here, and deliveries to it fail."""
+        name = f"{encode_session_id(session_id)}.jsonl"
+        if len(name) > MAX_LOG_NAME_BYTES:  # enc's output is ASCII: characters are bytes
+            raise SessionIdTooLong(
+                f"session id is too long for a log file name ({len(name)} bytes encoded, "
+                f"at most {MAX_LOG_NAME_BYTES})"
+            )
+        return self.directory / name
 
     def resolve(self, session_id: str) -> SessionLog:
         log = self._open.get(session_id)
         if log is None or log.closed:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             # Only line-level validity: the host never folds a session's legacy schedule events
             # to deliver into it; unreadable ones only earn a warning (SPEC §11.13).
             log = SessionLog.open(
@@ -99,7 +121,10 @@ class SessionsDirectory:
             log.close()
 
     def legacy_reminders(self, session_id: str) -> int:
-        path = self.path_of(session_id)
+        try:
+            path = self.path_of(session_id)
+        except SessionIdTooLong:
+            return 0  # no log can exist under that id
         if not path.exists():
             return 0
         contents = read_log(path)
