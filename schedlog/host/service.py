@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 import structlog
@@ -35,6 +35,7 @@ from schedlog.rules.decide import Decision
 from schedlog.rules.record import Record
 from schedlog.rules.records import build_host_record, validate_host_create_args
 from schedlog.rules.update import ABSENT, UpdateResult, resolve_update
+from schedlog.runtime.interfaces import Clock
 
 __all__ = [
     "CHANGED",
@@ -55,14 +56,6 @@ MSG_SESSION_ID: Final = "A schedule task needs a non-empty session id"
 
 _log = structlog.get_logger("schedlog.host")
 T = TypeVar("T")
-
-
-class Clock(Protocol):
-    """The wall clock in epoch ms, and a wait that may return early (callers re-read)."""
-
-    def now_ms(self) -> int: ...
-
-    async def sleep_until(self, deadline_ms: int) -> None: ...
 
 
 class ServiceStopping(ScheduleError):
