@@ -12,10 +12,11 @@ import msgspec
 
 from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog.errors import CorruptLogError, child_path
+from schedlog.rules.decide import MIN_EVERY_SECONDS_SESSION
 from schedlog.rules.instants import format_instant, parse_canonical_instant
 from schedlog.rules.record import Record
-from schedlog.rules.records import decode_legacy_record
-from schedlog.rules.text import is_trimmed, json_int
+from schedlog.rules.records import MAX_EVERY_SECONDS, TITLE_MAX_UNITS, decode_legacy_record
+from schedlog.rules.text import JS_WHITESPACE, MAX_SAFE_INT, is_trimmed, json_int, utf16_len
 
 __all__ = [
     "Change",
@@ -101,6 +102,113 @@ def decode_change(value: object) -> Change:
     ``version`` 1.0 is accepted as 1 (SPEC §2.4). Raises :class:`CorruptLogError` with rule
     ``change`` and the JSON path of the bad member relative to the payload (``$.schedule.id``).
     """
+    change = _decode_plain(value)
+    if change is not None:
+        return change
+    return _decode_exact(value)
+
+
+def _decode_plain(value: object) -> Change | None:
+    """The fast path for the changes writers emit: plain ``int`` numbers, no surprises.
+
+    It accepts only what :func:`_decode_exact` accepts, and returns the same change; anything
+    else (an integral float, a wrong type, a missing or extra key, a bad value) returns None
+    and goes to the exact decoder, which gives the verdict and the diagnostic. It is at least
+    as strict as the exact path, check by check (SPEC §10.2, §6.1, §6.3):
+
+    * ``version`` is the ``int`` 1 (``1.0`` goes to the exact path, which accepts it);
+    * the key set is exact: the count matches and every required key has a value of its type;
+    * ids are non-empty and trimmed; a prompt is non-empty and trimmed (so not blank); a title,
+      when present, is non-empty, trimmed and at most 120 UTF-16 units (so not blank);
+    * ``afterSeconds`` is an ``int`` in [1, 2**53-1], ``everySeconds`` an ``int`` in
+      [300, 9007199254740]; instants are canonical.
+    """
+    if type(value) is not dict:
+        return None
+    version = value.get("version")
+    if type(version) is not int or version != 1:
+        return None
+    operation = value.get("operation")
+    size = len(value)
+    if operation == "create":
+        record = value.get("schedule")
+        if size != 3 or type(record) is not dict:
+            return None
+        return _plain_create(record)
+    change_id = value.get("id")
+    if type(change_id) is not str or not change_id or change_id.strip(JS_WHITESPACE) != change_id:
+        return None
+    if operation == "dispatch":
+        if size == 3:
+            return DispatchChange(id=change_id)
+        if size != 4:
+            return None
+        accepted_at = parse_canonical_instant(value.get("acceptedAt"))
+        return (
+            None if accepted_at is None else DispatchChange(id=change_id, accepted_at=accepted_at)
+        )
+    if operation == "delete" and size == 3:
+        return DeleteChange(id=change_id)
+    return None
+
+
+def _plain_create(record: dict[str, Any]) -> CreateChange | None:
+    size = len(record)
+    title = record.get("title")
+    if title is not None:
+        if (
+            type(title) is not str
+            or not title
+            or title.strip(JS_WHITESPACE) != title
+            or utf16_len(title) > TITLE_MAX_UNITS
+        ):
+            return None
+        size -= 1
+    kind = record.get("kind")
+    after_seconds = every_seconds = None
+    if kind == "after":
+        after_seconds = record.get("afterSeconds")
+        if size != 5 or type(after_seconds) is not int or not 1 <= after_seconds <= MAX_SAFE_INT:
+            return None
+    elif kind == "every":
+        every_seconds = record.get("everySeconds")
+        if (
+            size != 5
+            or type(every_seconds) is not int
+            or not MIN_EVERY_SECONDS_SESSION <= every_seconds <= MAX_EVERY_SECONDS
+        ):
+            return None
+    elif kind != "at" or size != 4:
+        return None
+    record_id = record.get("id")
+    prompt = record.get("prompt")
+    if (
+        type(record_id) is not str
+        or not record_id
+        or record_id.strip(JS_WHITESPACE) != record_id
+        or type(prompt) is not str
+        or not prompt
+        or prompt.strip(JS_WHITESPACE) != prompt
+    ):
+        return None
+    scheduled_at = parse_canonical_instant(record.get("scheduledAt"))
+    if scheduled_at is None:
+        return None
+    return CreateChange(
+        schedule=Record(
+            id=record_id,
+            kind=kind,
+            prompt=prompt,
+            scheduled_at=scheduled_at,
+            title=title,
+            after_seconds=after_seconds,
+            every_seconds=every_seconds,
+        )
+    )
+
+
+def _decode_exact(value: object) -> Change:
+    """The decoder of SPEC §10.2 with its exact verdict and diagnostic for any value."""
     if type(value) is not dict:
         raise _bad("schedule change must be a JSON object")
     if json_int(value.get("version")) != 1:

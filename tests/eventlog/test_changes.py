@@ -150,8 +150,8 @@ def test_record_path_comes_from_the_error_field_not_its_message(
         raise CorruptScheduleError("schedule record scheduledAt is wrong", field=field)
 
     monkeypatch.setattr(changes_module, "decode_legacy_record", failing)
-    with pytest.raises(CorruptLogError) as info:
-        decode_change(create_data("a"))
+    with pytest.raises(CorruptLogError) as info:  # 600.0 takes the exact path (SPEC §2.4)
+        decode_change(create_data("a", afterSeconds=600.0))
     assert info.value.path == path
     assert info.value.message == "schedule record scheduledAt is wrong"  # passed on unchanged
 
@@ -193,3 +193,118 @@ changes = st.one_of(
 @given(changes)
 def test_decode_of_encode_is_identity(change: Any) -> None:
     assert decode_change(change_to_json(change)) == change
+
+
+# --- the plain fast path agrees with the exact decoder -------------------------------------------
+
+_titles = st.none() | st.sampled_from(["T", " T", "T\u3000", "", "\u2028", "x" * 120, "x" * 121])
+_odd_values = st.sampled_from(
+    [None, True, False, 0, 1, 1.0, -1, 299, 300, 300.0, 2**53, "1", "", " a", "a", [], {}]
+)
+
+
+@st.composite
+def _near_changes(draw: st.DrawFn) -> Any:
+    """Valid change objects, some mutated: a key dropped, added or given an odd value."""
+    value = change_to_json(draw(changes))
+    title = draw(_titles)
+    if title is not None and "schedule" in value:
+        value["schedule"] = {"title": title, **value["schedule"]}
+    for _ in range(draw(st.integers(0, 2))):
+        target = value
+        if isinstance(value.get("schedule"), dict) and draw(st.booleans()):
+            target = value["schedule"]
+        op = draw(st.sampled_from(["drop", "add", "set"]))
+        keys = sorted(target)
+        if op == "drop" and keys:
+            del target[draw(st.sampled_from(keys))]
+        elif op == "add":
+            extra = ["version", "id", "acceptedAt", "schedule", "title", "afterSeconds"]
+            target[draw(st.sampled_from(extra))] = draw(_odd_values)
+        elif keys:
+            target[draw(st.sampled_from(keys))] = draw(_odd_values)
+    return value
+
+
+def _exact(value: Any) -> Any:
+    try:
+        return changes_module._decode_exact(value)
+    except CorruptLogError as exc:
+        return exc
+
+
+@given(_near_changes())
+def test_plain_fast_path_accepts_only_what_the_exact_decoder_accepts(value: Any) -> None:
+    plain = changes_module._decode_plain(value)
+    exact = _exact(value)
+    if plain is not None:
+        assert plain == exact
+    result = _exact(value) if plain is None else plain
+    if isinstance(exact, CorruptLogError):
+        with pytest.raises(CorruptLogError) as info:
+            decode_change(value)
+        assert (info.value.message, info.value.path) == (exact.message, exact.path)
+    else:
+        assert decode_change(value) == exact == result
+
+
+@given(changes, _titles.filter(lambda t: t in (None, "T", "x" * 120)))
+def test_plain_fast_path_takes_every_change_a_writer_emits(change: Any, title: Any) -> None:
+    value = change_to_json(change)
+    if title is not None and "schedule" in value:
+        value["schedule"] = {"title": title, **value["schedule"]}
+    plain = changes_module._decode_plain(value)
+    assert plain is not None and plain == changes_module._decode_exact(value)
+
+
+def _with(value: dict[str, Any], path: tuple[str, ...], new: Any) -> dict[str, Any]:
+    out = {**value}
+    if len(path) == 1:
+        out[path[0]] = new
+    else:
+        out[path[0]] = _with(out[path[0]], path[1:], new)
+    return out
+
+
+_AFTER = create_data("a")
+_EVERY = create_data("a", "every")
+_AT = create_data("a", "at")
+TRICKY = [
+    {**_AFTER, "id": "a"},
+    {**_AFTER, "acceptedAt": T},
+    {**_AFTER, "version": True},
+    {**_AFTER, "version": 1.0},
+    {**delete_data("a"), "version": True},
+    _with(_AT, ("schedule", "afterSeconds"), 5),
+    _with(_AT, ("schedule", "everySeconds"), 300),
+    _with(_AFTER, ("schedule", "everySeconds"), 300),
+    _with(_AFTER, ("schedule", "afterSeconds"), True),
+    _with(_AFTER, ("schedule", "afterSeconds"), 600.0),
+    _with(_AFTER, ("schedule", "afterSeconds"), 0),
+    _with(_AFTER, ("schedule", "afterSeconds"), 2**53),
+    _with(_EVERY, ("schedule", "everySeconds"), 299),
+    _with(_EVERY, ("schedule", "everySeconds"), 9_007_199_254_741),
+    _with(_EVERY, ("schedule", "everySeconds"), 300.0),
+    _with(_AT, ("schedule", "title"), "x" * 121),
+    _with(_AT, ("schedule", "title"), None),
+    _with(_AT, ("schedule", "note"), 1),
+    _with(_AT, ("schedule", "kind"), "daily"),
+    _with(_AT, ("schedule", "prompt"), "\u3000"),
+    _with(_AT, ("schedule", "id"), ""),
+    {**delete_data("a"), "acceptedAt": T},
+    {**delete_data("a"), "schedule": {}},
+    {**dispatch_data("a"), "schedule": {}},
+    {**dispatch_data("a"), "extra": T},
+    dispatch_data("a", "2026-05-01T09:00:00Z"),
+    dispatch_data(" a", T),
+    {"version": 1, "operation": "dispatch", "acceptedAt": T, "x": "a"},
+]
+
+
+@pytest.mark.parametrize("value", TRICKY)
+def test_plain_fast_path_on_tricky_values(value: dict[str, Any]) -> None:
+    plain = changes_module._decode_plain(value)
+    exact = _exact(value)
+    assert plain is None or plain == exact
+    if value.get("version") == 1.0 and type(value.get("version")) is float:
+        assert plain is None and not isinstance(exact, CorruptLogError)  # exact path accepts
