@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 
 from tests.fuzz.targets import TARGETS
 
@@ -45,6 +45,13 @@ def test_host_record(value: Any) -> None:
     TARGETS["host_record"].run(value)
 
 
+_PAIRED = "x\udbff\udc00"  # two lone surrogates in a row: JSON text joins them into one
+_AT_RECORD = {"kind": "at", "title": "T", "prompt": "p", "scheduledAt": "2026-05-01T09:00:00.000Z"}
+
+
+# Harness regression (the long run's only escapes, not a library bug): the key must be
+# compared as stored, as JSON text, like the record id it must equal.
+@example((_PAIRED, {"sessionId": "s-1", "record": {"id": _PAIRED, **_AT_RECORD}}))
 @given(TARGETS["host_task"].strategy())
 def test_host_task(item: Any) -> None:
     TARGETS["host_task"].run(item)
