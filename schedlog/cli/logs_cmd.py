@@ -64,11 +64,12 @@ def __getattr__(name: str) -> Any:
 
 
 def read_log(path: str) -> LogContents:
-    """:func:`schedlog.eventlog.reader.read_log`, imported on first use; the commands read every
-    log through this name."""
+    """A summary read (:func:`schedlog.eventlog.reader.read_log` with ``keep_events=False``),
+    imported on first use; the commands read every log through this name. They only report
+    and fold, so only the ``schedule/change`` events are kept."""
     from schedlog.eventlog.reader import read_log as read
 
-    return read(path)
+    return read(path, keep_events=False)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:

@@ -15,17 +15,18 @@ import io
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, NamedTuple
 
 import msgspec
 
 from schedlog.eventlog.errors import CorruptLogError
-from schedlog.eventlog.events import LogEvent, event_from_value
+from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE, LogEvent, event_from_value
 from schedlog.eventlog.header import Header, decode_header
 from schedlog.rules.text import JSONSyntaxError, loads_strict
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "ChangeAt",
     "LogContents",
     "LogCorruption",
     "parse_lines",
@@ -70,11 +71,24 @@ class LogCorruption(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
+class ChangeAt(NamedTuple):
+    """A ``schedule/change`` event with its event index and the byte offset of its line."""
+
+    event_index: int
+    offset: int
+    event: LogEvent
+
+
 class LogContents(msgspec.Struct, frozen=True, kw_only=True):
     """What a read found.
 
     * ``header``: ``None`` for a new log (0 bytes, or a torn tail only) or a corrupt line 1;
     * ``events``: the events before the first corruption, in order (event index = position);
+      empty when the read did not keep them (``events_kept`` False, see :func:`read_log`);
+    * ``event_count``: the number of events before the first corruption, kept or not;
+    * ``events_kept``: False for a summary read (``keep_events=False``);
+    * ``changes``: a summary read's ``schedule/change`` events (index, offset, event), in
+      order; empty when the events are kept (they are all in ``events`` then);
     * ``torn_tail``: the bytes after the last ``\\n`` (empty when the file ends with ``\\n``);
     * ``complete_size``: the byte length of the complete lines, where the torn tail starts;
     * ``header_size``: the byte length of line 1 (0 for a new log);
@@ -84,6 +98,9 @@ class LogContents(msgspec.Struct, frozen=True, kw_only=True):
     file: str
     header: Header | None
     events: tuple[LogEvent, ...]
+    event_count: int
+    events_kept: bool = True
+    changes: tuple[ChangeAt, ...] = ()
     torn_tail: bytes
     complete_size: int
     header_size: int
@@ -99,17 +116,26 @@ class LogContents(msgspec.Struct, frozen=True, kw_only=True):
         return self.corruption is None
 
     def offset_of(self, index: int) -> int:
-        """The byte offset of event ``index``'s line (O(index): offsets are not stored)."""
+        """The byte offset of event ``index``'s line (O(index) when the events are kept:
+        offsets are not stored; a summary read knows the offsets of its changes)."""
+        if not self.events_kept:
+            for change in self.changes:
+                if change.event_index == index:
+                    return change.offset
+            raise ValueError(f"event {index} is not a schedule/change of this summary read")
         return self.header_size + sum(len(e.raw) for e in self.events[:index])
 
 
-def read_log(path: str | os.PathLike[str]) -> LogContents:
+def read_log(path: str | os.PathLike[str], *, keep_events: bool = True) -> LogContents:
     """Read the session log at ``path`` (read only), one line at a time. ``OSError`` propagates.
 
     Memory for the file's bytes stays proportional to the longest line; the events are kept.
+    ``keep_events=False`` is a summary read for checks that only fold (validate, replay):
+    every line is checked exactly the same way, but only the ``schedule/change`` events are
+    kept (in ``changes``, with their index and offset) and ``events`` stays empty.
     """
     with open(path, "rb") as stream, _bulk_load():
-        return parse_lines(_bounded_lines(stream), file=os.fspath(path))
+        return parse_lines(_bounded_lines(stream), file=os.fspath(path), keep_events=keep_events)
 
 
 class _Overlong(bytes):
@@ -184,21 +210,25 @@ def _decode_json(raw: bytes) -> object:
         raise CorruptLogError(f"invalid JSON: {exc.message}", rule="json") from None
 
 
-def parse_lines(lines: Iterable[bytes], *, file: str) -> LogContents:
+def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) -> LogContents:
     """Parse a log given as lines that keep their ``\\n`` (a binary file object will do); a
-    last line without ``\\n`` is the torn tail.
+    last line without ``\\n`` is the torn tail. ``keep_events`` as in :func:`read_log`.
 
     After the first corruption the remaining lines are only measured, not decoded, so the
     torn tail and the size of the complete part are still reported.
     """
     header: Header | None = None
     events: list[LogEvent] = []
-    append = events.append
+    changes: list[ChangeAt] = []
+    count = 0  # events so far: the next event's index
     offset = 0
     torn = b""
     corruption: LogCorruption | None = None
     header_size = 0
     decode, encode, event = _decode, _encode, LogEvent
+    change_type = SCHEDULE_CHANGE_TYPE
+    append, add_change = events.append, changes.append
+
     for line_no, raw in enumerate(lines, start=1):
         if raw[-1:] != b"\n":
             torn = raw
@@ -225,8 +255,14 @@ def parse_lines(lines: Iterable[bytes], *, file: str) -> LogContents:
                 if same and type(value) is dict:
                     kind = value.get("type")
                     if type(kind) is str and kind:
-                        exact = len(value) == 2 and "data" in value
-                        append(event(type=kind, data=value.get("data"), exact=exact, raw=raw))
+                        if keep_events:
+                            exact = len(value) == 2 and "data" in value
+                            append(event(type=kind, data=value.get("data"), exact=exact, raw=raw))
+                        elif kind == change_type:
+                            exact = len(value) == 2 and "data" in value
+                            item = event(type=kind, data=value.get("data"), exact=exact, raw=raw)
+                            add_change(ChangeAt(count, offset, item))
+                        count += 1
                         offset += len(raw)
                         continue
             # Everything else gets the exact verdict (and message) of the strict path.
@@ -236,7 +272,12 @@ def parse_lines(lines: Iterable[bytes], *, file: str) -> LogContents:
                     header_size = len(raw)
                     header = decode_header(value)
                 else:
-                    append(event_from_value(value, raw=raw))
+                    item = event_from_value(value, raw=raw)
+                    if keep_events:
+                        append(item)
+                    elif item.type == change_type:
+                        add_change(ChangeAt(count, offset, item))
+                    count += 1
             except CorruptLogError as exc:
                 corruption = _corruption(file, line_no, offset, exc)
         offset += len(raw)
@@ -244,6 +285,9 @@ def parse_lines(lines: Iterable[bytes], *, file: str) -> LogContents:
         file=file,
         header=header,
         events=tuple(events),
+        event_count=count,
+        events_kept=keep_events,
+        changes=tuple(changes),
         torn_tail=torn,
         complete_size=offset,
         header_size=header_size,

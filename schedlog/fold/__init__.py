@@ -1,7 +1,7 @@
 """The pure fold: session-log events in, active reminders out (SPEC §10.3, §10.4)."""
 
 from schedlog.fold.ids import next_schedule_id
-from schedlog.fold.replay import apply_change, apply_event, fold
+from schedlog.fold.replay import apply_change, apply_event, fold, fold_changes
 from schedlog.fold.state import FoldState
 from schedlog.fold.steps import Effect, FoldError, decode_event_change, plan
 
@@ -13,6 +13,7 @@ __all__ = [
     "apply_event",
     "decode_event_change",
     "fold",
+    "fold_changes",
     "next_schedule_id",
     "plan",
 ]

@@ -6,16 +6,17 @@ No clock, no I/O, no logging: every-dispatch decisions come from the rules layer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from schedlog.eventlog.changes import Change
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE, LogEvent
+from schedlog.eventlog.reader import ChangeAt
 from schedlog.fold.state import FoldState
 from schedlog.fold.steps import FoldError, decode_event_change, plan
 from schedlog.rules.record import Record
 from schedlog.rules.text import json_int
 
-__all__ = ["apply_change", "apply_event", "fold"]
+__all__ = ["apply_change", "apply_event", "fold", "fold_changes"]
 
 MSG_SEED_LENGTH = "schedule seedLength must be within the supplied event log"
 
@@ -27,17 +28,37 @@ def fold(events: Sequence[LogEvent], *, seed_length: object = 0) -> FoldState:
     Only ``schedule/change`` events are considered. Raises :class:`FoldError` (code
     ``corrupt_schedule_log``) with the SPEC §10.3 message and the failing event's ``index``.
     """
+    start = _start(seed_length, len(events))
+    owned = (
+        (index, events[index])
+        for index in range(start, len(events))
+        if events[index].type == SCHEDULE_CHANGE_TYPE
+    )
+    return _fold(owned)
+
+
+def fold_changes(
+    changes: Iterable[ChangeAt], *, event_count: int, seed_length: object = 0
+) -> FoldState:
+    """:func:`fold` of a log given by its ``schedule/change`` events alone, with their event
+    indexes, in order, and its number of events: a summary read's ``LogContents.changes``."""
+    start = _start(seed_length, event_count)
+    return _fold((c.event_index, c.event) for c in changes if c.event_index >= start)
+
+
+def _start(seed_length: object, count: int) -> int:
     start = json_int(seed_length)
-    if start is None or not 0 <= start <= len(events):
+    if start is None or not 0 <= start <= count:
         raise FoldError(MSG_SEED_LENGTH, rule="seed_length", path="$.seedLength")
+    return start
+
+
+def _fold(owned: Iterable[tuple[int, LogEvent]]) -> FoldState:
     # A dict keeps insertion (create) order, and re-assigning an existing key keeps its
     # position, which is exactly how an every dispatch advances a record in place.
     active: dict[str, Record] = {}
     seen: dict[str, None] = {}
-    for index in range(start, len(events)):
-        event = events[index]
-        if event.type != SCHEDULE_CHANGE_TYPE:
-            continue
+    for index, event in owned:
         try:
             effect = plan(decode_event_change(event), active, seen)
         except FoldError as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import LogContents
-from schedlog.fold.replay import fold
+from schedlog.fold.replay import fold, fold_changes
 from schedlog.fold.state import FoldState
 from schedlog.fold.steps import FoldError
 
@@ -28,6 +28,10 @@ def validate_log(contents: LogContents) -> FoldState:
     if header is None:
         return FoldState()
     try:
+        if not contents.events_kept:  # a summary read: its changes, their indexes, the count
+            return fold_changes(
+                contents.changes, event_count=contents.event_count, seed_length=header.seed_length
+            )
         return fold(contents.events, seed_length=header.seed_length)
     except FoldError as exc:
         raise locate_fold_error(contents, exc) from None
