@@ -65,10 +65,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from schedlog import _crashpoints
-from schedlog.cli.common import run_batch
+from schedlog.cli.common import configure_diagnostics, run_batch
 from schedlog.cli.host_cmd import HostBatch
 from schedlog.cli.main import main as schedlog_main
-from schedlog.cli.session_cmd import configure_diagnostics, session_batch_handlers
+from schedlog.cli.session_cmd import session_batch_handlers
 from schedlog.errors import StoreOpenError
 from schedlog.eventlog.changes import CreateChange, DeleteChange, decode_change
 from schedlog.eventlog.events import FOLLOWUP_TYPE, SCHEDULE_CHANGE_TYPE
@@ -422,7 +422,7 @@ class _HostDriver:
             emit.line({"k": k, "begin": "update", "session": session, "target": target})
             args = {"sessionId": session, "id": target, "expected": expected, **step.params}
             value = self._remote("update", step, args)
-            if value.get("updated") is True:
+            if "record" in value:  # updated, or a no-op (a retried step that had applied)
                 emit.ack(k, "update", session=session, record=value["record"])
             else:
                 emit.ack(k, "error", value=value)
