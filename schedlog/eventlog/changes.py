@@ -25,6 +25,7 @@ __all__ = [
     "DispatchChange",
     "change_to_json",
     "decode_change",
+    "decode_change_line",
 ]
 
 
@@ -153,35 +154,58 @@ def _decode_plain(value: object) -> Change | None:
 
 
 def _plain_create(record: dict[str, Any]) -> CreateChange | None:
-    size = len(record)
+    kind = record.get("kind")
     title = record.get("title")
-    if title is not None:
+    if title is None and "title" in record:  # null is not an absent title
+        return None
+    size = len(record) - (title is not None)
+    if size != (4 if kind == "at" else 5):  # with the kind checks below: an exact key set
+        return None
+    schedule = _plain_record(
+        record.get("id"),
+        kind,
+        title,
+        record.get("prompt"),
+        record.get("afterSeconds"),
+        record.get("everySeconds"),
+        record.get("scheduledAt"),
+    )
+    return None if schedule is None else CreateChange(schedule=schedule)
+
+
+def _plain_record(
+    record_id: object,
+    kind: object,
+    title: object,
+    prompt: object,
+    after_seconds: object,
+    every_seconds: object,
+    scheduled_at: object,
+) -> Record | None:
+    """The record checks of :func:`_decode_plain`; None stands for an absent member."""
+    if title is not None and (
+        type(title) is not str
+        or not title
+        or title.strip(JS_WHITESPACE) != title
+        or utf16_len(title) > TITLE_MAX_UNITS
+    ):
+        return None
+    if kind == "after":
         if (
-            type(title) is not str
-            or not title
-            or title.strip(JS_WHITESPACE) != title
-            or utf16_len(title) > TITLE_MAX_UNITS
+            every_seconds is not None
+            or type(after_seconds) is not int
+            or not 1 <= after_seconds <= MAX_SAFE_INT
         ):
             return None
-        size -= 1
-    kind = record.get("kind")
-    after_seconds = every_seconds = None
-    if kind == "after":
-        after_seconds = record.get("afterSeconds")
-        if size != 5 or type(after_seconds) is not int or not 1 <= after_seconds <= MAX_SAFE_INT:
-            return None
     elif kind == "every":
-        every_seconds = record.get("everySeconds")
         if (
-            size != 5
+            after_seconds is not None
             or type(every_seconds) is not int
             or not MIN_EVERY_SECONDS_SESSION <= every_seconds <= MAX_EVERY_SECONDS
         ):
             return None
-    elif kind != "at" or size != 4:
+    elif kind != "at" or after_seconds is not None or every_seconds is not None:
         return None
-    record_id = record.get("id")
-    prompt = record.get("prompt")
     if (
         type(record_id) is not str
         or not record_id
@@ -191,20 +215,103 @@ def _plain_create(record: dict[str, Any]) -> CreateChange | None:
         or prompt.strip(JS_WHITESPACE) != prompt
     ):
         return None
-    scheduled_at = parse_canonical_instant(record.get("scheduledAt"))
-    if scheduled_at is None:
+    target = parse_canonical_instant(scheduled_at)
+    if target is None:
         return None
-    return CreateChange(
-        schedule=Record(
-            id=record_id,
-            kind=kind,
-            prompt=prompt,
-            scheduled_at=scheduled_at,
-            title=title,
-            after_seconds=after_seconds,
-            every_seconds=every_seconds,
-        )
+    return Record(
+        id=record_id,
+        kind=kind,
+        prompt=prompt,
+        scheduled_at=target,
+        title=title,
+        after_seconds=after_seconds,
+        every_seconds=every_seconds,
     )
+
+
+# --- whole schedule/change lines, typed (the summary read's fast path) -------------------------
+
+
+class _RecordLine(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    id: str
+    kind: str
+    title: str | None = None
+    prompt: str
+    afterSeconds: int | None = None
+    everySeconds: int | None = None
+    scheduledAt: str
+
+
+class _ChangeData(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    version: int
+    operation: str
+    schedule: _RecordLine | None = None
+    id: str | None = None
+    acceptedAt: str | None = None
+
+
+class _ChangeLine(msgspec.Struct, forbid_unknown_fields=True):
+    type: str
+    data: _ChangeData
+
+
+_decode_line = msgspec.json.Decoder(_ChangeLine).decode
+_encode_line = msgspec.json.Encoder().encode
+
+
+def decode_change_line(body: bytes) -> Change | None:
+    """The change of a whole ``schedule/change`` line (``body``: the line without its
+    ``\\n``), decoded straight into Structs, when the line is exactly what a writer emits.
+
+    None means "not taken": the caller reads the line the ordinary way (strict JSON, the
+    envelope, :func:`decode_change`), which gives the verdict. Taken means the line is a JSON
+    object whose compact re-encoding is the line itself (so no duplicate key, no extra or
+    missing member, no ``null`` where a member is absent: absent members are the defaults,
+    which are omitted), with ``type`` ``schedule/change``, and a change that passes the checks
+    of :func:`_decode_plain`; the result is the change :func:`decode_change` returns.
+    """
+    try:
+        line = _decode_line(body)
+        if _encode_line(line) != body:
+            return None
+    except Exception:  # any shape or syntax surprise: the ordinary path decides
+        return None
+    data = line.data
+    if line.type != "schedule/change" or data.version != 1 or type(data.version) is not int:
+        return None
+    operation = data.operation
+    if operation == "create":
+        record = data.schedule
+        if record is None or data.id is not None or data.acceptedAt is not None:
+            return None
+        schedule = _plain_record(
+            record.id,
+            record.kind,
+            record.title,
+            record.prompt,
+            record.afterSeconds,
+            record.everySeconds,
+            record.scheduledAt,
+        )
+        return None if schedule is None else CreateChange(schedule=schedule)
+    change_id = data.id
+    if (
+        data.schedule is not None
+        or type(change_id) is not str
+        or not change_id
+        or change_id.strip(JS_WHITESPACE) != change_id
+    ):
+        return None
+    if operation == "dispatch":
+        if data.acceptedAt is None:
+            return DispatchChange(id=change_id)
+        accepted_at = parse_canonical_instant(data.acceptedAt)
+        return (
+            None if accepted_at is None else DispatchChange(id=change_id, accepted_at=accepted_at)
+        )
+    if operation == "delete" and data.acceptedAt is None:
+        return DeleteChange(id=change_id)
+    return None
 
 
 def _decode_exact(value: object) -> Change:

@@ -19,6 +19,7 @@ from typing import BinaryIO, Final, NamedTuple
 
 import msgspec
 
+from schedlog.eventlog.changes import Change, decode_change_line
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE, LogEvent, event_from_value
 from schedlog.eventlog.header import Header, decode_header
@@ -38,6 +39,48 @@ __all__ = [
 #: write a longer one; a reader reports a longer complete line as corruption (``line_too_long``).
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 _MAX_RAW: Final = MAX_LINE_BYTES + 1
+
+_CHANGE_PREFIX: Final = b'{"type":"schedule/change","data":{'
+_FOLLOWUP_PREFIX: Final = b'{"type":"message/followup","data":{'
+
+
+# The shape of the follow-ups writers append (SPEC §9.5), for the summary read to check such a
+# line without building its dicts: decoding into Structs and re-encoding to the line itself
+# proves it strict JSON (no duplicate key) with a non-empty string type. Anything else, however
+# valid, takes the ordinary path.
+class _Source(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    kind: str
+    plugin: str | None = None
+
+
+class _Member(msgspec.Struct, forbid_unknown_fields=True):
+    id: str
+    occurrenceAt: str
+
+
+class _FollowupData(msgspec.Struct, forbid_unknown_fields=True):
+    messageId: str
+    role: str
+    source: _Source
+    text: str
+    reminders: list[_Member]
+    createdAt: str
+
+
+class _FollowupLine(msgspec.Struct, forbid_unknown_fields=True):
+    type: str
+    data: _FollowupData
+
+
+_decode_followup = msgspec.json.Decoder(_FollowupLine).decode
+
+
+def _is_plain_followup(body: bytes) -> bool:
+    try:
+        return _encode(_decode_followup(body)) == body
+    except Exception:  # any surprise: the ordinary path decides
+        return False
+
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -72,11 +115,16 @@ class LogCorruption(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ChangeAt(NamedTuple):
-    """A ``schedule/change`` event with its event index and the byte offset of its line."""
+    """A ``schedule/change`` event with its event index and the byte offset of its line.
+
+    A summary read decodes the lines writers emit straight into their change (``change``;
+    ``event`` is then None); any other line keeps its ``event``, for the fold to decode.
+    """
 
     event_index: int
     offset: int
-    event: LogEvent
+    event: LogEvent | None
+    change: Change | None = None
 
 
 class LogContents(msgspec.Struct, frozen=True, kw_only=True):
@@ -228,6 +276,8 @@ def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) 
     decode, encode, event = _decode, _encode, LogEvent
     change_type = SCHEDULE_CHANGE_TYPE
     append, add_change = events.append, changes.append
+    change_prefix, change_line = _CHANGE_PREFIX, decode_change_line
+    followup_prefix, plain_followup = _FOLLOWUP_PREFIX, _is_plain_followup
 
     for line_no, raw in enumerate(lines, start=1):
         if raw[-1:] != b"\n":
@@ -247,6 +297,18 @@ def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) 
                 # Fast path for the lines our writers emit: a JSON object whose compact
                 # re-encoding is the line itself has no duplicate key and no NaN token.
                 body = raw[:-1]
+                if not keep_events:  # typed checks of the common lines, else as below
+                    if body.startswith(change_prefix):
+                        decoded = change_line(body)  # straight to the change, or None
+                        if decoded is not None:
+                            add_change(ChangeAt(count, offset, None, decoded))
+                            count += 1
+                            offset += len(raw)
+                            continue
+                    elif body.startswith(followup_prefix) and plain_followup(body):
+                        count += 1
+                        offset += len(raw)
+                        continue
                 try:
                     value = decode(body)
                     same = encode(value) == body

@@ -30,7 +30,7 @@ def fold(events: Sequence[LogEvent], *, seed_length: object = 0) -> FoldState:
     """
     start = _start(seed_length, len(events))
     owned = (
-        (index, events[index])
+        (index, events[index], None)
         for index in range(start, len(events))
         if events[index].type == SCHEDULE_CHANGE_TYPE
     )
@@ -41,9 +41,10 @@ def fold_changes(
     changes: Iterable[ChangeAt], *, event_count: int, seed_length: object = 0
 ) -> FoldState:
     """:func:`fold` of a log given by its ``schedule/change`` events alone, with their event
-    indexes, in order, and its number of events: a summary read's ``LogContents.changes``."""
+    indexes, in order, and its number of events: a summary read's ``LogContents.changes``
+    (an entry already decoded to its change is not decoded again)."""
     start = _start(seed_length, event_count)
-    return _fold((c.event_index, c.event) for c in changes if c.event_index >= start)
+    return _fold((c.event_index, c.event, c.change) for c in changes if c.event_index >= start)
 
 
 def _start(seed_length: object, count: int) -> int:
@@ -53,14 +54,17 @@ def _start(seed_length: object, count: int) -> int:
     return start
 
 
-def _fold(owned: Iterable[tuple[int, LogEvent]]) -> FoldState:
+def _fold(owned: Iterable[tuple[int, LogEvent | None, Change | None]]) -> FoldState:
     # A dict keeps insertion (create) order, and re-assigning an existing key keeps its
     # position, which is exactly how an every dispatch advances a record in place.
     active: dict[str, Record] = {}
     seen: dict[str, None] = {}
-    for index, event in owned:
+    for index, event, change in owned:
         try:
-            effect = plan(decode_event_change(event), active, seen)
+            if change is None:
+                assert event is not None
+                change = decode_event_change(event)
+            effect = plan(change, active, seen)
         except FoldError as exc:
             exc.index = index
             raise

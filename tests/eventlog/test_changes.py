@@ -20,7 +20,7 @@ from schedlog.eventlog import (
 from schedlog.eventlog import changes as changes_module
 from schedlog.rules.instants import MAX_MS, MIN_MS, parse_canonical_instant
 from schedlog.rules.record import Record
-from schedlog.rules.text import is_blank, is_trimmed
+from schedlog.rules.text import JSONSyntaxError, is_blank, is_trimmed, js_dumps, loads_strict
 from tests.eventlog.helpers import create_data, delete_data, dispatch_data, record
 
 T = "2026-05-01T09:00:00.000Z"
@@ -308,3 +308,79 @@ def test_plain_fast_path_on_tricky_values(value: dict[str, Any]) -> None:
     assert plain is None or plain == exact
     if value.get("version") == 1.0 and type(value.get("version")) is float:
         assert plain is None and not isinstance(exact, CorruptLogError)  # exact path accepts
+
+
+# --- whole lines decoded straight into the change (the summary read's fast path) ----------------
+
+
+def _ordinary(body: bytes) -> Any:
+    """What the ordinary path makes of a line: strict JSON, exact envelope, decode_change."""
+    try:
+        value = loads_strict(body)
+    except JSONSyntaxError:
+        return "json"
+    if type(value) is not dict or value.keys() != {"type", "data"}:
+        return "envelope"
+    if value["type"] != "schedule/change":
+        return "other type"
+    return _exact(value["data"])
+
+
+_CHANGE_ORDER = ("version", "operation", "schedule", "id", "acceptedAt")
+
+
+def _canonical_order(value: Any) -> Any:
+    """The members in the order writers use (unknown ones last), records included."""
+    if type(value) is not dict:
+        return value
+    out = {k: value[k] for k in _CHANGE_ORDER if k in value}
+    if type(out.get("schedule")) is dict:
+        record = out["schedule"]
+        out["schedule"] = {k: record[k] for k in _RECORD_ORDER if k in record}
+        out["schedule"].update({k: v for k, v in record.items() if k not in _RECORD_ORDER})
+    out.update({k: v for k, v in value.items() if k not in _CHANGE_ORDER})
+    return out
+
+
+def _lines(value: Any) -> list[bytes]:
+    body = js_dumps({"type": "schedule/change", "data": value}).encode("utf-8", "surrogatepass")
+    ordered = {"type": "schedule/change", "data": _canonical_order(value)}
+    return [
+        body,
+        js_dumps(ordered).encode("utf-8", "surrogatepass"),
+        js_dumps({**ordered, "type": "schedule/changes"}).encode("utf-8", "surrogatepass"),
+        body.replace(b'"data":', b'"data" :', 1),
+        body[:-1] + b',"data":{}}',
+        js_dumps({"data": value, "type": "schedule/change"}).encode("utf-8", "surrogatepass"),
+        js_dumps({"type": "schedule/change", "data": value, "x": 1}).encode(),
+    ]
+
+
+@given(_near_changes())
+def test_change_line_fast_path_agrees_with_the_ordinary_path(value: Any) -> None:
+    for body in _lines(value):
+        fast = changes_module.decode_change_line(body)
+        if fast is not None:
+            assert fast == _ordinary(body)
+
+
+@pytest.mark.parametrize("value", TRICKY)
+def test_change_line_fast_path_on_tricky_values(value: dict[str, Any]) -> None:
+    for body in _lines(value):
+        fast = changes_module.decode_change_line(body)
+        assert fast is None or fast == _ordinary(body)
+
+
+@given(changes, _titles.filter(lambda t: t in (None, "T", "x" * 120)))
+def test_change_line_fast_path_takes_every_line_a_writer_emits(change: Any, title: Any) -> None:
+    value = change_to_json(change)
+    if title is not None and "schedule" in value:
+        value["schedule"] = {**value["schedule"], "title": title}
+        value["schedule"] = {
+            k: value["schedule"][k] for k in _RECORD_ORDER if k in value["schedule"]
+        }
+    body = js_dumps({"type": "schedule/change", "data": value}).encode("utf-8", "surrogatepass")
+    assert changes_module.decode_change_line(body) == _ordinary(body)
+
+
+_RECORD_ORDER = ("id", "kind", "title", "prompt", "afterSeconds", "everySeconds", "scheduledAt")

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schedlog.eventlog import CorruptLogError, parse_log, read_log
+from schedlog.eventlog import CorruptLogError, build_followup, parse_log, read_log
 from schedlog.eventlog.reader import ChangeAt, LogContents, parse_lines
-from schedlog.fold import fold, fold_changes
+from schedlog.fold import decode_event_change, fold, fold_changes
 from schedlog.invariant import validate_log
+from schedlog.rules.text import js_dumps
 from tests.eventlog.helpers import (
     change,
     chatter,
@@ -25,6 +26,7 @@ from tests.eventlog.helpers import (
     log_bytes,
 )
 
+CHANGE = "schedule/change"
 FIXTURES = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "logs").glob("*.jsonl"))
 
 
@@ -41,12 +43,15 @@ def assert_same_read(full: LogContents, summary: LogContents) -> None:
     assert summary.event_count == full.event_count == len(full.events)
     for field in ("file", "header", "torn_tail", "complete_size", "header_size", "corruption"):
         assert getattr(summary, field) == getattr(full, field), field
-    expected = [
-        ChangeAt(i, full.offset_of(i), e)
-        for i, e in enumerate(full.events)
-        if e.type == "schedule/change"
-    ]
-    assert list(summary.changes) == expected
+    expected = [(i, full.offset_of(i), e) for i, e in enumerate(full.events) if e.type == CHANGE]
+    assert [(c.event_index, c.offset) for c in summary.changes] == [x[:2] for x in expected]
+    for entry, (_, _, event) in zip(summary.changes, expected, strict=True):
+        assert isinstance(entry, ChangeAt)
+        if entry.event is None:
+            # decoded while reading: exactly what the fold's decoder makes of the event
+            assert entry.change is not None and entry.change == decode_event_change(event)
+        else:
+            assert entry.change is None and entry.event == event
     assert outcome(summary) == outcome(full)
 
 
@@ -55,8 +60,21 @@ def test_summary_read_of_every_fixture(path: Path) -> None:
     assert_same_read(read_log(path), read_log(path, keep_events=False))
 
 
+_FOLLOWUP = build_followup("s-1", [("c", "2026-05-01T09:00:00.000Z")], "text", 0)
+_HOST_FOLLOWUP = build_followup("s-1", [("c", 0)], "t", 0, protocol="host")
+_FOLLOWUP_LINE = js_dumps(_FOLLOWUP).encode()
+
 LINES = st.sampled_from(
     [
+        _FOLLOWUP,
+        _HOST_FOLLOWUP,
+        _FOLLOWUP_LINE.replace(b'"role":"user"', b'"role":"user","role":"user"'),
+        _FOLLOWUP_LINE.replace(b'"role":"user"', b'"role":"user","x":null'),
+        _FOLLOWUP_LINE.replace(b'"text":"text"', b'"text":NaN'),
+        _FOLLOWUP_LINE.replace(b'"reminders":[', b'"reminders":[1,'),
+        _FOLLOWUP_LINE.replace(b"}}", b'},"extra":1}'),
+        {"type": "message/followup", "data": {**_FOLLOWUP["data"], "role": 7}},
+        {"type": "message/followup", "data": None},
         change(create_data("a")),
         change(create_data("b", "every", everySeconds=300)),
         change(create_data("c", "at")),
