@@ -18,7 +18,7 @@ def batch(
     assert main(["rules", "batch"]) == 0
     out = capsys.readouterr().out
     assert out.endswith("\n")
-    return [json.loads(x) for x in out.splitlines()]
+    return [json.loads(x) for x in out.split("\n")[:-1]]
 
 
 def one(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], request: Any) -> Any:

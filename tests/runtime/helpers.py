@@ -125,4 +125,5 @@ def run_session_batch(
         run_batch([line + "\n" for line in lines], session_batch_handlers(session), out)
     finally:
         session.close()
-    return out.getvalue().splitlines()
+    # Not str.splitlines(): U+2028 and U+0085 inside JSON strings are not line breaks here.
+    return out.getvalue().split("\n")[:-1]
