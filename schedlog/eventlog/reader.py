@@ -283,7 +283,11 @@ def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) 
         if raw[-1:] != b"\n":
             torn = raw
             break
-        if corruption is None and len(raw) > _MAX_RAW:
+        size = len(raw)
+        if corruption is not None:  # after the first corruption lines are only measured
+            offset += size
+            continue
+        if size > _MAX_RAW:
             corruption = LogCorruption(
                 file=file,
                 line=line_no,
@@ -292,7 +296,7 @@ def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) 
                 message=f"line is longer than {MAX_LINE_BYTES} bytes",
                 rule="line_too_long",
             )
-        if corruption is None:
+        else:
             if line_no > 1:
                 # Fast path for the lines our writers emit: a JSON object whose compact
                 # re-encoding is the line itself has no duplicate key and no NaN token.
@@ -303,11 +307,11 @@ def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) 
                         if decoded is not None:
                             add_change(ChangeAt(count, offset, None, decoded))
                             count += 1
-                            offset += len(raw)
+                            offset += size
                             continue
                     elif body.startswith(followup_prefix) and plain_followup(body):
                         count += 1
-                        offset += len(raw)
+                        offset += size
                         continue
                 try:
                     value = decode(body)
@@ -325,13 +329,13 @@ def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) 
                             item = event(type=kind, data=value.get("data"), exact=exact, raw=raw)
                             add_change(ChangeAt(count, offset, item))
                         count += 1
-                        offset += len(raw)
+                        offset += size
                         continue
             # Everything else gets the exact verdict (and message) of the strict path.
             try:
                 value = _decode_json(raw)
                 if line_no == 1:
-                    header_size = len(raw)
+                    header_size = size
                     header = decode_header(value)
                 else:
                     item = event_from_value(value, raw=raw)
@@ -342,7 +346,7 @@ def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) 
                     count += 1
             except CorruptLogError as exc:
                 corruption = _corruption(file, line_no, offset, exc)
-        offset += len(raw)
+        offset += size
     return LogContents(
         file=file,
         header=header,
