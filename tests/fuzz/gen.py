@@ -45,6 +45,10 @@ class Source(Protocol):
 
     def bytes(self, n: int) -> bytes: ...
 
+    def text(self, max_len: int) -> str:
+        """A string of :func:`char` characters, at most ``max_len`` long."""
+        ...
+
     def native(self) -> object | None:
         """A value from Hypothesis' own JSON strategy, or None when there is no Hypothesis."""
         ...
@@ -74,6 +78,9 @@ class RandomSource:
 
     def bytes(self, n: int) -> bytes:
         return self.r.randbytes(n)
+
+    def text(self, max_len: int) -> str:
+        return "".join(char(self) for _ in range(self.int(0, max_len)))
 
     def native(self) -> object | None:
         return None
@@ -115,8 +122,15 @@ class DrawSource:
     def bytes(self, n: int) -> bytes:
         return bytes(self.draw(st.binary(min_size=n, max_size=n)))
 
+    def text(self, max_len: int) -> str:
+        # One draw of Hypothesis' own string strategy: far cheaper than a draw per character.
+        return str(self.draw(st.text(_ALPHABET, max_size=max_len)))
+
     def native(self) -> object | None:
         return self.draw(NATIVE_JSON)
+
+
+_ALPHABET: Final = st.deferred(lambda: st.characters(codec=None) | st.sampled_from(ODD_CHARS))
 
 
 def strategy(gen: Callable[[Source], T]) -> st.SearchStrategy[T]:
@@ -351,7 +365,7 @@ def char(src: Source) -> str:
 
 
 def text(src: Source, max_len: int = 12) -> str:
-    return "".join(char(src) for _ in range(src.int(0, max_len)))
+    return src.text(max_len)
 
 
 def huge_string(src: Source) -> str:

@@ -57,7 +57,7 @@ from tests.fuzz.gen import Source, pick, weighted
 
 @dataclass(frozen=True)
 class Target:
-    """A fuzz target; ``weight`` is its share of the long run's inputs."""
+    """A fuzz target; ``weight`` is its share of the long run's inputs, per mille."""
 
     name: str
     gen: Callable[[Source], Any]
