@@ -7,14 +7,13 @@ DST policy (SPEC §4.4), applied wherever a rule's local time is turned into an 
 time that does not exist (a gap) is skipped; a repeated local time (an overlap) fires once, at the
 earlier instant.
 
-Speed. A date's times are resolved together: when the zone's offset ``o`` is known to be constant
-for a day on either side of the date, every local time ``L`` of the date has exactly one instant,
-``L - o``, so the wanted time is found by bisection in the rule's sorted times of day, without
-converting any of them. Only dates next to an offset change go through
-:meth:`Zone.resolve_local` time by time. Which stretches of time have a constant offset is learnt
-from :meth:`Zone.offset` probes spaced at most :data:`_PROBE_SPAN` apart; this is exact as long as
-no zone changes its offset twice within that span (the pinned data's closest pair of changes is
-almost 7 days apart; ``tests/rules/test_cron.py`` checks this against the bundled files).
+Speed. A date's times are resolved together: when the zone's offset ``o`` is constant for a day
+on either side of the date, every local time ``L`` of the date has exactly one instant, ``L - o``,
+so the wanted time is found by bisection in the rule's sorted times of day, without converting any
+of them. Only dates next to an offset change go through :meth:`Zone.resolve_local` time by time.
+Stretches of constant offset come exactly from :meth:`Zone.span` (one bisection in the zone's
+transition list), with the last one per zone kept, so nothing here assumes how far apart a zone's
+offset changes are.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from schedlog.rules.instants import (
     days_in_month,
 )
 from schedlog.rules.text import MAX_SAFE_INT, WHITESPACE_RUN, js_dumps, js_trim
-from schedlog.rules.zones import Zone
+from schedlog.rules.zones import SPAN_END, Zone
 
 __all__ = [
     "CronRule",
@@ -333,120 +332,64 @@ def _day_holds(dom: int, dow: int, day_or: bool) -> bool:
 
 # --- Offsets without per-time conversions -----------------------------------------------------
 
-# Two Zone.offset probes that agree and lie at most this far apart prove the offset constant
-# between them, provided no zone changes its offset twice within this span: the pinned data's
-# closest pair of changes is 6.96 days apart (tests/rules/test_cron.py checks the bundled files).
-_PROBE_SPAN: Final = 4 * DAY_MS
-# How far past a request a stretch is learnt ahead of need: walks are sequential.
-_LOOKAHEAD: Final = 8 * _PROBE_SPAN
-
-# Per zone, the latest stretch of constant offset learnt: (lo, hi, offset, lo_is_change,
-# hi_is_change), the offset being constant on [lo, hi]; a flag is set when the offset is known
-# to change just outside that end. A memo of a pure function of the pinned zone data: results
-# never depend on it, only speed.
-_Span = tuple[int, int, int, bool, bool]
-_spans: dict[Zone, _Span] = {}
+# Per zone, the last stretch of constant offset looked up: (start, end, offset) from Zone.span,
+# the offset holding exactly on [start, end). Walks are sequential, so the next lookup mostly
+# falls in the same stretch and costs no bisection. A memo of a pure function of the pinned zone
+# data: results never depend on it, only speed.
+_spans: dict[Zone, tuple[int, int, int]] = {}
 _MAX_ZONES: Final = 256
 
 
-def _constant_offset(zone: Zone, a: int, b: int) -> int | None:
-    """The offset of ``zone`` if it is the same over all of [a, b] (b - a < 4 days), else None."""
+def _span(zone: Zone, u: int) -> tuple[int, int, int]:
+    """``zone.span(u)``, from the memo when the zone's last stretch holds ``u``."""
     span = _spans.get(zone)
-    if span is None or b < span[0] - _PROBE_SPAN or a > span[1] + _PROBE_SPAN:
-        span = _fresh(zone, a, b)
-        if span is None:
-            return None
-    lo, hi, o, lo_is_change, hi_is_change = span
-    if b > hi:
-        if hi_is_change:
-            return None if a <= hi else _learn(zone, a, b)
-        span = _grow_up(zone, span, b)
-    if a < span[0]:
-        if lo_is_change:
-            return None if b >= lo else _learn(zone, a, b)
-        span = _grow_down(zone, span, a)
-    _spans[zone] = span
-    return o if span[0] <= a and b <= span[1] else None
-
-
-def _learn(zone: Zone, a: int, b: int) -> int | None:
-    span = _fresh(zone, a, b)
-    return None if span is None else span[2]
-
-
-def _fresh(zone: Zone, a: int, b: int) -> _Span | None:
-    """A new stretch covering [a, b] (and some way beyond b), or None if [a, b] has a change."""
-    offset = zone.offset
-    o = offset(a)
-    if offset(b) != o:
-        return None
-    span = _grow_up(zone, (a, b, o, False, False), b)
-    if len(_spans) >= _MAX_ZONES:
+    if span is not None and span[0] <= u < span[1]:
+        return span
+    span = zone.span(u)
+    if len(_spans) >= _MAX_ZONES and zone not in _spans:
         _spans.clear()
     _spans[zone] = span
     return span
 
 
-def _grow_up(zone: Zone, span: _Span, b: int) -> _Span:
-    """Extend a stretch upward to ``b`` plus the lookahead, stopping at the first change."""
-    lo, hi, o, lo_is_change, _ = span
-    offset = zone.offset
-    goal = b + _LOOKAHEAD
-    while hi < goal:
-        probe = hi + _PROBE_SPAN
-        if offset(probe) != o:
-            # Exactly one change lies in (hi, probe]: find its instant.
-            while probe - hi > 1:
-                mid = (hi + probe) // 2
-                if offset(mid) == o:
-                    hi = mid
-                else:
-                    probe = mid
-            return lo, hi, o, lo_is_change, True
-        hi = probe
-    return lo, hi, o, lo_is_change, False
-
-
-def _grow_down(zone: Zone, span: _Span, a: int) -> _Span:
-    """Extend a stretch downward to ``a`` minus the lookahead, stopping at the first change."""
-    lo, hi, o, _, hi_is_change = span
-    offset = zone.offset
-    goal = a - _LOOKAHEAD
-    while lo > goal:
-        probe = lo - _PROBE_SPAN
-        if offset(probe) != o:
-            while lo - probe > 1:
-                mid = (lo + probe) // 2
-                if offset(mid) == o:
-                    lo = mid
-                else:
-                    probe = mid
-            return lo, hi, o, True, hi_is_change
-        lo = probe
-    return lo, hi, o, False, hi_is_change
+def _constant_offset(zone: Zone, a: int, b: int) -> int | None:
+    """The offset of ``zone`` if it is the same over all of [a, b], else None."""
+    _, end, o = _span(zone, a)
+    return o if b < end else None
 
 
 def _offset_at(zone: Zone, u: int) -> int:
-    span = _spans.get(zone)
-    if span is not None and span[0] <= u <= span[1]:
-        return span[2]
-    return zone.offset(u)
+    return _span(zone, u)[2]
+
+
+def _offset_range(zone: Zone, a: int, b: int) -> tuple[int, int]:
+    """The smallest and largest offsets of ``zone`` in force somewhere in [a, b]."""
+    _, end, low = zone.span(a)
+    high = low
+    while end <= b and end < SPAN_END:
+        _, end, o = zone.span(end)
+        if o < low:
+            low = o
+        elif o > high:
+            high = o
+    return low, high
 
 
 def _first_on_date(times: tuple[int, ...], zone: Zone, midnight: int, threshold: int) -> int | None:
-    """The earliest-resolved instant >= ``threshold`` among a date's times, or None.
+    """The first of a date's times, ascending, whose earliest instant is >= ``threshold``.
 
-    ``midnight`` is the date's local midnight as epoch ms read as UTC. Resolution is monotone
-    in the local time, so the first time that resolves at or after ``threshold`` is the one.
+    ``midnight`` is the date's local midnight as epoch ms read as UTC. None if there is none.
     """
     o = _constant_offset(zone, midnight - DAY_MS, midnight + 2 * DAY_MS)
     if o is not None:
+        # Every time L of the date has the single instant L - o (offsets are under a day).
         i = bisect_left(times, threshold + o - midnight)
         return midnight + times[i] - o if i < len(times) else None
-    # Next to an offset change. A local time L whose earliest instant u is >= threshold has
-    # L = u + offset(u) >= threshold + (the smaller offset around threshold), so earlier times
-    # need no conversion. (At most one change lies within two days of threshold.)
-    low = min(zone.offset(threshold), zone.offset(threshold + 2 * DAY_MS))
+    # Next to an offset change. If u >= threshold had a local time L = u + offset(u) below
+    # threshold + low, then offset(u) < low - (u - threshold), so u would lie in
+    # [threshold, threshold + 2 days) with an offset below low: not so for the smallest offset
+    # there. Earlier times need no conversion.
+    low = _offset_range(zone, threshold, threshold + 2 * DAY_MS)[0]
     for t in times[bisect_left(times, threshold + low - midnight) :]:
         u = zone.resolve_local(midnight + t)
         if u is not None and u >= threshold:
@@ -460,9 +403,10 @@ def _last_on_date(times: tuple[int, ...], zone: Zone, midnight: int, ceiling: in
     if o is not None:
         i = bisect_right(times, ceiling + o - midnight)
         return midnight + times[i - 1] - o if i else None
-    # Next to an offset change: an instant u <= ceiling has local time L <= ceiling + (the
-    # larger offset around ceiling), so later times need no conversion.
-    high = max(zone.offset(ceiling - 2 * DAY_MS), zone.offset(ceiling))
+    # Next to an offset change. If u <= ceiling had a local time above ceiling + high, u would
+    # lie in (ceiling - 2 days, ceiling] with an offset above high, the largest offset there.
+    # Later times need no conversion.
+    high = _offset_range(zone, ceiling - 2 * DAY_MS, ceiling)[1]
     for t in reversed(times[: bisect_right(times, ceiling + high - midnight)]):
         u = zone.resolve_local(midnight + t)
         if u is not None and u <= ceiling:
@@ -489,9 +433,9 @@ def cron_next(rule: CronRule, zone: Zone, floor: int) -> int | None:
     # date of its month or the next month, with no offset change nearby, is answered here
     # without calendar conversions; anything else goes to the full walk.
     span = _spans.get(zone)
-    if span is None or floor < MIN_MS or not span[0] <= floor <= span[1]:
+    if span is None or floor < MIN_MS or not span[0] <= floor < span[1]:
         return _walk_forward(rule, zone, floor)
-    o = span[2]
+    start, _, o = span
     local = floor + o
     day = local // DAY_MS
     first, length, year, month = _last_month
@@ -527,9 +471,12 @@ def cron_next(rule: CronRule, zone: Zone, floor: int) -> int | None:
         if not d:
             return _walk_forward(rule, zone, floor)
     # A later local date than the floor's: its first time is the answer when it resolves
-    # with the floor's offset (its local value exceeds the floor's, so it is after the floor).
+    # with the floor's offset (its local value exceeds the floor's, so it is after the floor),
+    # provided no time of the floor's date resolves after the floor. Those times are at or
+    # before the floor's local time, and while the offset has been o since the day before the
+    # floor's date, each has an instant L - o at or before the floor.
     midnight = (first + d - 1) * DAY_MS
-    if _offset_for_date(zone, midnight) == o:
+    if start <= (day - 1) * DAY_MS and _offset_for_date(zone, midnight) == o:
         u = midnight + times[0] - o
         if u <= MAX_MS:
             return u
@@ -541,15 +488,13 @@ def _offset_for_date(zone: Zone, midnight: int) -> int | None:
     on either side, so that each time L of the date has the single instant L - offset; None
     when an offset change is that close."""
     span = _spans.get(zone)
-    if span is not None and span[0] <= midnight - DAY_MS and midnight + 2 * DAY_MS <= span[1]:
+    if span is not None and span[0] <= midnight - DAY_MS and midnight + 2 * DAY_MS < span[1]:
         return span[2]
     return _constant_offset(zone, midnight - DAY_MS, midnight + 2 * DAY_MS)
 
 
 def _walk_forward(rule: CronRule, zone: Zone, floor: int) -> int | None:
-    span = _spans.get(zone)
-    o = span[2] if span is not None and span[0] <= floor <= span[1] else zone.offset(floor)
-    day = (floor + o) // DAY_MS
+    day = (floor + _span(zone, floor)[2]) // DAY_MS
     horizon = day + _ERA_DAYS
     if horizon > _LAST_DAY:
         horizon = _LAST_DAY
@@ -580,7 +525,7 @@ def _walk_forward(rule: CronRule, zone: Zone, floor: int) -> int | None:
                 if (
                     span is not None
                     and span[0] <= midnight - DAY_MS
-                    and midnight + 2 * DAY_MS <= span[1]
+                    and midnight + 2 * DAY_MS < span[1]
                 ):
                     # One offset for the whole date: each time L has the single instant L - o.
                     o = span[2]

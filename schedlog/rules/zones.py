@@ -20,6 +20,8 @@ from schedlog.rules._tzif import offset_table, read_tzif
 from schedlog.rules.instants import DAY_MS
 
 __all__ = [
+    "SPAN_END",
+    "SPAN_START",
     "Zone",
     "canonical_zone_name",
     "check_time_zone",
@@ -30,6 +32,11 @@ __all__ = [
 _SHAPE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_+.\-]*(?:/[A-Za-z0-9_+.\-]+)+", re.ASCII)
 MSG_NOT_STRING: Final = "time_zone must be a string."
 MSG_INVALID: Final = "time_zone must be UTC or a valid IANA Area/Location name."
+
+#: Bounds :meth:`Zone.span` gives a stretch with no offset change before or after it: -2**63 and
+#: 2**63 ms, about 292 million years from 1970, far beyond every instant in [MIN, MAX].
+SPAN_START: Final = -(2**63)
+SPAN_END: Final = 2**63
 
 
 def _data_text(name: str) -> str:
@@ -107,6 +114,25 @@ class Zone:
     def local(self, u: int) -> int:
         """The local wall-clock value of instant ``u``, in epoch ms read as if it were UTC."""
         return u + self._offsets[bisect_right(self._transitions, u)]
+
+    def span(self, u: int) -> tuple[int, int, int]:
+        """``(start, end, offset)``: the stretch of constant offset around instant ``u``.
+
+        The offset is :meth:`offset` of every instant in the half-open interval [start, end),
+        and it differs at ``start - 1`` and at ``end`` (both are instants where the offset
+        changes), except at the ends of the table: the first stretch starts at
+        :data:`SPAN_START` and the last ends at :data:`SPAN_END`, meaning "no change before" and
+        "no change after" (offsets are clamped outside [MIN, MAX], so those stretches are
+        unbounded). ``start <= u < end`` holds for every ``u`` in [SPAN_START, SPAN_END); for an
+        instant beyond those sentinels the offset is still right but the bounds do not hold it.
+        """
+        transitions = self._transitions
+        i = bisect_right(transitions, u)
+        return (
+            transitions[i - 1] if i else SPAN_START,
+            transitions[i] if i < len(transitions) else SPAN_END,
+            self._offsets[i],
+        )
 
     def resolve_local(self, local_ms: int) -> int | None:
         """The earliest instant whose local wall-clock value is ``local_ms``, or None in a gap.

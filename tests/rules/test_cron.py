@@ -7,10 +7,8 @@ spring/autumn pairs per zone, the range edges) and Hypothesis properties that co
 
 from __future__ import annotations
 
-import struct
 import time
-from importlib import resources
-from itertools import pairwise
+from bisect import bisect_right
 from typing import Any
 
 import pytest
@@ -1048,66 +1046,161 @@ def test_results_do_not_depend_on_the_offset_memo() -> None:
     assert warm == cold[::-1]
 
 
-# --- the zone-data assumption behind the fast path --------------------------------------------
+# --- offset changes close together --------------------------------------------------------
+
+HOUR_MS = 60 * MINUTE_MS
+CLOSE_BASE = ms("2026-06-10T00:00:00.000Z")
 
 
-def _tzif_offset_changes(data: bytes) -> tuple[list[int], str]:
-    """Instants (epoch s) where the UTC offset changes, from a TZif v2+ file, and its footer."""
-    header = struct.Struct(">4sc15x6l")
-
-    def counts(pos: int) -> tuple[int, int, int, int, int, int]:
-        _, _, isut, isstd, leap, times, types, chars = header.unpack_from(data, pos)
-        return isut, isstd, leap, times, types, chars
-
-    isut, isstd, leap, times, types, chars = counts(0)
-    pos = header.size + times * 5 + types * 6 + chars + leap * 8 + isstd + isut
-    isut, isstd, leap, times, types, chars = counts(pos)
-    pos += header.size
-    instants = struct.unpack_from(f">{times}q", data, pos)
-    pos += times * 8
-    indexes = data[pos : pos + times]
-    pos += times
-    offsets = [struct.unpack_from(">l", data, pos + 6 * i)[0] for i in range(types)]
-    pos += types * 6 + chars + leap * 12 + isstd + isut
-    footer = data[pos:].strip(b"\n").decode()
-    changes: list[int] = []
-    previous = offsets[0]
-    for instant, index in zip(instants, indexes, strict=True):
-        if offsets[index] != previous:
-            changes.append(instant)
-            previous = offsets[index]
-    return changes, footer
+# Changes (hours after CLOSE_BASE, a Wednesday) and the offsets (hours) before, between and after.
+CLOSE_CHANGES = (0, 5, 30, 33, 80, 81, 150, 481, 483, 500)
+CLOSE_OFFSETS = (1, 3, -2, 1, 0, 2, -1, 1, 3, -2, 3)
 
 
-def test_pinned_zone_data_changes_offsets_at_most_once_per_probe_span() -> None:
-    root = resources.files("tzdata").joinpath("zoneinfo")
-    text = root.joinpath("tzdata.zi").read_text("utf-8")
-    names = [line.split()[1] for line in text.splitlines() if line.startswith("Z ")]
-    assert len(names) > 300
-    span_s = cron_module._PROBE_SPAN // 1000
-    closest = None
-    for name in names:
-        changes, footer = _tzif_offset_changes(root.joinpath(*name.split("/")).read_bytes())
-        for a, b in pairwise(changes):
-            if closest is None or b - a < closest[0]:
-                closest = (b - a, name)
-        if "," in footer:  # a yearly DST rule: its two changes must be months apart
-            months = [int(rule.split(".")[0][1:]) for rule in footer.split(",")[1:]]
-            assert all(part.startswith("M") for part in footer.split(",")[1:]), footer
-            gap = abs(months[0] - months[1])
-            assert min(gap, 12 - gap) >= 2, (name, footer)
-    assert closest is not None
-    assert closest[0] > span_s, closest
+def close_changes_zone() -> Zone:
+    """A made-up zone whose offset changes as little as an hour apart, with gaps and overlaps
+    of up to 5 hours. On 2026-06-30 (a Tuesday) a 2-hour gap at 01:00Z is followed at 03:00Z by
+    an overlap reaching back over it, and the offset is back 17 hours later. No real zone does
+    this; the cron fast paths must stay exact anyway, since they take stretches of constant
+    offset from ``Zone.span``."""
+    made = Zone.__new__(Zone)
+    made.name = "Test/Close_Changes"
+    made._transitions = [CLOSE_BASE + h * HOUR_MS for h in CLOSE_CHANGES]
+    made._offsets = [h * HOUR_MS for h in CLOSE_OFFSETS]
+    return made
+
+
+CLOSE_RULES = [
+    "* * * * *",
+    "30 2 * * *",
+    "0,30 * * * *",
+    "*/20 0-6 * * *",
+    "59 23 * * *",
+    "15 4 10-14 6 *",
+    "30 2 * * 2",
+]
+
+
+class SpecWalk:
+    """SPEC §8.6 and §8.7 taken literally for one rule and zone, with each local time resolved
+    by brute force over the zone's offsets (§4.4): dates in walk order, times in ascending
+    (next) or descending (latest) order. In a zone whose changes overlap each other, that order
+    is not the order of the instants, so a minute-by-minute scan is not the reference here."""
+
+    def __init__(self, rule: CronRule, where: Zone) -> None:
+        self.rule = rule
+        self.where = where
+        self.times = sorted(h * HOUR_MS + m * MINUTE_MS for h in rule.hours for m in rule.minutes)
+        self.dates: dict[int, list[int | None]] = {}
+
+    def resolved(self, date: int) -> list[int | None]:
+        """The earliest instant of each of the date's times (None in a gap); [] off the rule."""
+        if date not in self.dates:
+            offsets = set(self.where._offsets)
+            out: list[int | None] = []
+            if self.rule.matches_date(date):
+                for t in self.times:
+                    local_ms = date * DAY_MS + t
+                    found = [local_ms - o for o in offsets if self.where.offset(local_ms - o) == o]
+                    out.append(min(found) if found else None)
+            self.dates[date] = out
+        return self.dates[date]
+
+    def next(self, floor: int, last_date: int) -> int | None:
+        """cronNext(floor), or None when no date up to ``last_date`` has a target."""
+        for date in range((floor + self.where.offset(floor)) // DAY_MS, last_date + 1):
+            for u in self.resolved(date):
+                if u is not None and u > floor:
+                    return u
+        return None
+
+    def latest(self, at: int, target: int) -> int | None:
+        """The latest candidate <= ``at``, walking back to the local date of ``target``."""
+        low = (target + self.where.offset(target)) // DAY_MS
+        for date in range(at // DAY_MS + 1, low - 1, -1):
+            for u in reversed(self.resolved(date)):
+                if u is not None and u <= at:
+                    return u
+        return None
+
+
+@pytest.mark.parametrize("expression", CLOSE_RULES)
+def test_close_offset_changes_next_and_latest_follow_the_spec(expression: str) -> None:
+    rule = parse_cron(expression)
+    made = close_changes_zone()
+    spec = SpecWalk(rule, made)
+    # Floors from 3 days before each group of changes to 4 days after it.
+    step = 11 * MINUTE_MS
+    floors = [
+        *range(CLOSE_BASE - 3 * DAY_MS, CLOSE_BASE + 11 * DAY_MS, step),
+        *range(CLOSE_BASE + 17 * DAY_MS, CLOSE_BASE + 25 * DAY_MS, step),
+    ]
+    last_date = (floors[-1] + 20 * DAY_MS) // DAY_MS
+    for warm in (True, False):
+        for floor in floors:
+            if not warm:
+                cron_module._spans.clear()
+            found = cron_next(rule, made, floor)
+            expected = spec.next(floor, last_date)
+            if expected is None:
+                assert found is None or found >= last_date * DAY_MS, (expression, iso(floor))
+            else:
+                assert found == expected, (expression, iso(floor))
+            target = floor - 2 * DAY_MS
+            assert cron_latest(rule, made, floor, target) == spec.latest(floor, target), (
+                expression,
+                iso(floor),
+            )
+
+
+def test_close_offset_changes_can_reorder_targets() -> None:
+    """Where a 2-hour gap is followed an hour later by a 3-hour overlap, local 08:00 is first
+    reached at 09:00Z, after local 10:00 was reached at 08:00Z. The walk takes 08:00 first, so
+    10:00 of that date never fires: its earliest instant is then before the floor."""
+    made = close_changes_zone()
+    rule = parse_cron("0 * * * *")
+    floor = ms("2026-06-13T07:30:00.000Z")
+    assert made.offset(floor) == 0
+    assert made.resolve_local(ms("2026-06-13T10:00:00.000Z")) == ms("2026-06-13T08:00:00.000Z")
+    chain = [cron_next(rule, made, floor)]
+    for _ in range(3):
+        previous = chain[-1]
+        assert previous is not None
+        chain.append(cron_next(rule, made, previous))
+    assert [iso(u) for u in chain] == [
+        "2026-06-13T09:00:00.000Z",  # local 08:00
+        "2026-06-13T10:00:00.000Z",  # local 09:00
+        "2026-06-13T12:00:00.000Z",  # local 11:00; 10:00 resolved to 08:00Z
+        "2026-06-13T13:00:00.000Z",
+    ]
+
+
+def test_close_offset_changes_keep_the_floor_date_in_the_fast_path() -> None:
+    """Local 02:30 on 2026-06-30 falls in the gap at 01:00Z and first happens at 04:30Z, in the
+    overlap after 03:00Z. From a floor at 01:30Z (local 04:30, +3) it is the next target, though
+    it is before the floor's local time and the next Tuesday has the floor's offset too."""
+    made = close_changes_zone()
+    rule = parse_cron("30 2 * * 2")
+    floor = ms("2026-06-30T01:30:00.000Z")
+    assert made.resolve_local(ms("2026-06-30T02:30:00.000Z")) == ms("2026-06-30T04:30:00.000Z")
+    for primed in (False, True):
+        cron_module._spans.clear()
+        if primed:  # the floor's stretch in the memo, as after a call just before
+            cron_module._span(made, floor)
+        assert iso(cron_next(rule, made, floor)) == "2026-06-30T04:30:00.000Z"
+    after = cron_next(rule, made, ms("2026-06-30T04:30:00.000Z"))
+    assert iso(after) == "2026-07-06T23:30:00.000Z"  # Tuesday 02:30 at +3
 
 
 @pytest.mark.parametrize("name", ["America/New_York", "Asia/Gaza", "Africa/Casablanca"])
 def test_offset_memo_agrees_with_zone_offsets(name: str) -> None:
     where = zone(name)
+    changes = where._transitions
     cron_module._spans.clear()
     u = ms("2020-01-01T00:00:00.000Z")
     while u < ms("2030-01-01T00:00:00.000Z"):
-        o = cron_module._constant_offset(where, u - DAY_MS, u + 2 * DAY_MS)
-        if o is not None:
-            for probe in range(u - DAY_MS, u + 2 * DAY_MS + 1, 6 * 3_600_000):
-                assert where.offset(probe) == o
+        a, b = u - DAY_MS, u + 2 * DAY_MS
+        o = cron_module._constant_offset(where, a, b)
+        changed = bisect_right(changes, b) > bisect_right(changes, a)
+        assert o == (None if changed else where.offset(a)), iso(u)
         u += DAY_MS // 3

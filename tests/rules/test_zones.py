@@ -7,7 +7,7 @@ zoneinfo) and only asked about instants it can represent as ``datetime`` values.
 from __future__ import annotations
 
 import struct
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib import resources
@@ -31,6 +31,8 @@ from schedlog.rules.instants import (
     parse_canonical_instant,
 )
 from schedlog.rules.zones import (
+    SPAN_END,
+    SPAN_START,
     Zone,
     canonical_zone_name,
     check_time_zone,
@@ -127,6 +129,96 @@ def test_every_zone_matches_zoneinfo_at_each_change() -> None:
             for u in (t - 1, t):
                 if SAFE_MIN <= u <= SAFE_MAX:
                     assert z.offset(u) == reference_offset(info, u), (name, format_instant(u))
+
+
+# --- span: stretches of constant offset ---------------------------------------------------
+
+# Zones with many changes, changes close together (Gaza, Casablanca), a skipped date (Apia),
+# half-hour DST (Lord Howe), negative DST (Dublin), none at all (UTC), plus every 10th zone.
+SPAN_ZONES = sorted(
+    {
+        zone(n).name
+        for n in [
+            "UTC",
+            "America/New_York",
+            "Asia/Gaza",
+            "Africa/Casablanca",
+            "Pacific/Apia",
+            "Australia/Lord_Howe",
+            "Europe/Dublin",
+            *sorted({zone(n).name for n in _NAMES})[::10],
+        ]
+    }
+)
+
+
+def check_span(z: Zone, u: int) -> None:
+    """span(u) holds u, has offset(u), no change inside, and a change or a sentinel at each end."""
+    start, end, o = z.span(u)
+    assert start <= u < end
+    assert z.offset(u) == o == z.offset(start) == z.offset(end - 1)
+    t = z._transitions
+    assert bisect_left(t, end) == bisect_right(t, start), "a change inside the stretch"
+    if start == SPAN_START:
+        assert not t or u < t[0]
+        assert z.offset(MIN_MS) == z.offset(-(2**70)) == o
+    else:
+        assert start in t
+        assert z.offset(start - 1) != o
+    if end == SPAN_END:
+        assert not t or u >= t[-1]
+        assert z.offset(MAX_MS) == z.offset(2**70) == o
+    else:
+        assert end in t
+        assert z.offset(end) != o
+
+
+@given(
+    name=st.sampled_from(_NAMES),
+    u=st.one_of(
+        st.integers(MIN_MS - 2 * DAY_MS, MAX_MS + 2 * DAY_MS),
+        st.integers(SPAN_START, SPAN_END - 1),
+    ),
+)
+def test_span_agrees_with_offset(name: str, u: int) -> None:
+    check_span(zone(name), u)
+
+
+@pytest.mark.parametrize("name", SPAN_ZONES)
+def test_span_agrees_with_offset_at_each_change(name: str) -> None:
+    """Both sides of every change, up to year 10000: the stretches tile the whole line."""
+    z = zone(name)
+    before = z.span(SPAN_START)
+    assert before[0] == SPAN_START
+    for t in z._transitions:
+        assert z.span(t - 1) == before
+        after = z.span(t)
+        assert before[1] == t == after[0]
+        assert before[2] == z.offset(t - 1) != after[2] == z.offset(t)
+        before = after
+    assert before[1] == SPAN_END
+    assert z.span(SPAN_END - 1) == before
+    check_span(z, SPAN_START)
+    check_span(z, SPAN_END - 1)
+
+
+def test_span_vectors() -> None:
+    new_york = zone("America/New_York")
+    spring = parse_canonical_instant("2026-03-08T07:00:00.000Z")
+    autumn = parse_canonical_instant("2026-11-01T06:00:00.000Z")
+    assert spring is not None and autumn is not None
+    assert new_york.span(spring) == (spring, autumn, -4 * HOUR_MS)
+    assert new_york.span(autumn - 1) == (spring, autumn, -4 * HOUR_MS)
+    assert new_york.span(spring - 1)[1:] == (spring, -5 * HOUR_MS)
+    assert zone("UTC").span(0) == (SPAN_START, SPAN_END, 0)
+    assert zone("Asia/Kolkata").span(0) == (
+        zone("Asia/Kolkata")._transitions[-1],
+        SPAN_END,
+        (5 * 60 + 30) * MINUTE_MS,
+    )
+    # Beyond the sentinels the offset is still right; the bounds no longer hold the instant.
+    for far in (-(2**70), 2**70):
+        assert new_york.span(far)[2] == new_york.offset(far)
 
 
 # --- resolve_local against the brute-force candidate set ------------------------------------
