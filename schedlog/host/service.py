@@ -89,13 +89,15 @@ class HostCore:
         self.store = store
         self.sessions = sessions
         self.retention = retention
-        self._index: Any = SortedList()
-        self._keys: dict[str, tuple[int, int, str]] = {}
+        # Built in one go from the store's index rows: no task is decoded a second time after
+        # the validation at open, and one sort replaces an insertion per task.
+        self._keys: dict[str, tuple[int, int, str]] = {
+            key[2]: key for key in store.active_targets()
+        }
+        self._index: Any = SortedList(self._keys.values())
         self._listeners: list[Callable[[str], None]] = []
         self.drive_requested: Callable[[], None] = lambda: None
         self._touched: set[str] = set()
-        for st in store.tasks():
-            self._reindex(st)
 
     # --- index and notifications ---------------------------------------------------------
 

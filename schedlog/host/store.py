@@ -69,6 +69,16 @@ class TaskStore(Protocol):
 
     def get(self, task_id: str) -> StoredTask | None: ...
 
+    def active_targets(self) -> Iterator[tuple[int, int, str]]:
+        """``(scheduledAt epoch ms, seq, id)`` of every active task (``status`` absent or
+        ``"active"``), in storage order: the rows of the host timer index.
+
+        Equal to what decoding every task gives, but without decoding them: the store was
+        validated when it opened, so a backend may read these three values straight from its
+        storage.
+        """
+        ...
+
     def insert(self, task: Task) -> int:
         """Append a new task (its id must be new); returns its ``seq``."""
         ...

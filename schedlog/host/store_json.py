@@ -148,6 +148,16 @@ class JsonTaskStore:
     def get(self, task_id: str) -> StoredTask | None:
         return self._tasks.get(task_id)
 
+    def active_targets(self) -> Iterator[tuple[int, int, str]]:
+        """The timer-index rows, from the tasks decoded at open and kept since."""
+        return iter(
+            [
+                (st.task.record.scheduled_at, st.seq, key)
+                for key, st in self._tasks.items()
+                if st.task.active
+            ]
+        )
+
     def count(self) -> int:
         return len(self._tasks)
 

@@ -39,6 +39,17 @@ CREATE INDEX IF NOT EXISTS tasks_active_target
   ON tasks (json_extract(body, '$.record.scheduledAt'))
   WHERE coalesce(json_extract(body, '$.status'), 'active') = 'active';
 """
+# The timer-index rows of active tasks in one table scan, without decoding the tasks: the store
+# was validated at open, so its bodies can be trusted. json_extract returns values unescaped, but
+# its path lookup compares member names as they are written, so a name written with an escape
+# ("st\u0061tus") is not found. An unfound scheduledAt shows as NULL; an unfound status would
+# read as absent (active), so the last column flags the rows where that can happen, those with no
+# plain status and some backslash (char 92) in the body. Both kinds of row are decoded.
+_ACTIVE_TARGETS: Final = """
+SELECT seq, id, json_extract(body, '$.record.scheduledAt'),
+  CASE WHEN json_extract(body, '$.status') IS NULL THEN instr(body, char(92)) ELSE 0 END
+FROM tasks WHERE json_extract(body, '$.status') IS NOT 'inactive' ORDER BY seq
+"""
 _TASK_COLUMNS: Final = ["seq", "id", "session_id", "body"]
 _META_COLUMNS: Final = ["key", "value"]
 
@@ -198,6 +209,32 @@ class SqliteTaskStore:
             "SELECT seq, id, session_id, body FROM tasks WHERE id = ?", (task_id,)
         ).fetchone()
         return None if row is None else _decode_row(*row)
+
+    def active_targets(self) -> Iterator[tuple[int, int, str]]:
+        """The timer-index rows (see :class:`~schedlog.host.store.TaskStore`) from one query.
+
+        A row the query cannot vouch for (a status that an escape may hide, or a scheduledAt
+        that does not read) is decoded, as ``tasks()`` would. The rows are collected before
+        they are returned, so that if SQLite's JSON parser ever refused a body that the strict
+        decoder accepted at open, every task is decoded instead.
+        """
+        out: list[tuple[int, int, str]] = []
+        try:
+            for seq, key, text, escaped in self._conn.execute(_ACTIVE_TARGETS):
+                target = None if escaped else parse_canonical_instant(text)
+                if target is not None:
+                    out.append((target, seq, key))
+                    continue
+                st = self.get(key)
+                if st is not None and st.task.active:
+                    out.append((st.task.record.scheduled_at, st.seq, st.task.id))
+        except sqlite3.Error:
+            out = [
+                (st.task.record.scheduled_at, st.seq, st.task.id)
+                for st in self.tasks()
+                if st.task.active
+            ]
+        return iter(out)
 
     def count(self) -> int:
         (n,) = self._conn.execute("SELECT count(*) FROM tasks").fetchone()

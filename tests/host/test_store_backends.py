@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from schedlog.host.store import open_store, select_backend
 from schedlog.host.store_sqlite import SqliteTaskStore
 from schedlog.host.task import new_task
@@ -100,4 +102,28 @@ def test_sqlite_schema(tmp_path: Path) -> None:
         assert "tasks_by_session" in str(plan)
     finally:
         conn.close()
+        s.close()
+
+
+def test_sqlite_active_targets_fall_back_to_decoding(tmp_path: Path) -> None:
+    """Should SQLite's JSON functions ever refuse a body the strict decoder accepted at open,
+    the index rows come from decoding every task instead of failing."""
+    s = open_store(tmp_path / "schedule.db")
+    assert isinstance(s, SqliteTaskStore)
+    try:
+        s.insert(task("schedule-1", at="2026-05-02T09:00:00Z"))
+        s.insert(task("schedule-2", at="2026-05-01T09:00:00Z"))
+        expected = [(ms("2026-05-02T09:00:00.000Z"), 1, "schedule-1")]
+        expected.append((ms("2026-05-01T09:00:00.000Z"), 2, "schedule-2"))
+
+        def refuse(body: str, path: str) -> str:
+            raise ValueError("malformed JSON")
+
+        # Overrides the built-in for statements prepared from now on (so before the first call:
+        # a statement the connection has cached keeps the built-in).
+        s._conn.create_function("json_extract", 2, refuse)
+        with pytest.raises(sqlite3.Error):
+            s._conn.execute("SELECT json_extract('{}', '$.a')").fetchone()
+        assert list(s.active_targets()) == expected
+    finally:
         s.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import stat
 from pathlib import Path
 
@@ -10,10 +12,12 @@ import pytest
 
 from schedlog.host.config import Retention
 from schedlog.host.history import append_delivery
+from schedlog.host.service import HostCore
 from schedlog.host.store import StoreLockedError, StoreWriteError, TaskStore, open_store
 from schedlog.host.task import Receipt
+from schedlog.rules.instants import MAX_MS
 from tests.host.conftest import store_path
-from tests.host.helpers import T0, task
+from tests.host.helpers import T0, MemorySessions, task
 
 
 def test_new_store_is_empty(store: TaskStore) -> None:
@@ -94,5 +98,135 @@ def test_files_are_owner_only(tmp_path: Path, backend: str) -> None:
     try:
         for p in tmp_path.iterdir():
             assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
+    finally:
+        s.close()
+
+
+def decoded_targets(store: TaskStore) -> list[tuple[int, int, str]]:
+    """The timer-index rows as decoding every task gives them (what HostCore used to build)."""
+    return [
+        (st.task.record.scheduled_at, st.seq, st.task.id) for st in store.tasks() if st.task.active
+    ]
+
+
+def assert_targets_match(store: TaskStore) -> None:
+    rows = list(store.active_targets())
+    assert rows == decoded_targets(store)
+    core = HostCore(store, MemorySessions(), Retention())
+    assert core.active_count() == len(rows)
+    assert core.next_target() == min((r[0] for r in rows), default=None)
+    assert [st.seq for st in core.due(MAX_MS)] == [r[1] for r in rows]
+
+
+def test_active_targets_equal_decoding(tmp_path: Path, backend: str) -> None:
+    path = store_path(tmp_path, backend)
+    s = open_store(path)
+    try:
+        assert list(s.active_targets()) == []
+        s.insert(task("schedule-a", at="2026-05-03T09:00:00Z"))
+        s.insert(msgspec.structs.replace(task("schedule-none", every_seconds=3600), status=None))
+        s.insert(msgspec.structs.replace(task("schedule-off"), status="inactive"))
+        s.insert(task("schedule-b", at="2026-05-02T09:00:00Z"))
+        s.insert(task("schedule-tie", at="2026-05-02T09:00:00Z"))
+        s.insert(task("schedule-gone"))
+        assert [r[2] for r in s.active_targets()] == [
+            "schedule-a",
+            "schedule-none",
+            "schedule-b",
+            "schedule-tie",
+            "schedule-gone",
+        ]
+        assert_targets_match(s)
+        s.delete("schedule-gone")
+        st = s.get("schedule-a")
+        assert st is not None
+        s.replace(msgspec.structs.replace(st.task, status="inactive"))
+        st = s.get("schedule-off")
+        assert st is not None
+        s.replace(msgspec.structs.replace(st.task, status=None))  # inactive -> no status
+        st = s.get("schedule-b")
+        assert st is not None
+        moved = msgspec.structs.replace(st.task.record, scheduled_at=T0 + 1)
+        s.replace(msgspec.structs.replace(st.task, record=moved))
+        assert [r[2] for r in s.active_targets()] == [
+            "schedule-none",
+            "schedule-off",
+            "schedule-b",
+            "schedule-tie",
+        ]
+        assert next(r for r in s.active_targets() if r[2] == "schedule-b")[0] == T0 + 1
+        assert_targets_match(s)
+    finally:
+        s.close()
+    s = open_store(path)  # and as read back from the file
+    try:
+        assert_targets_match(s)
+    finally:
+        s.close()
+
+
+# Hand-written task bodies (valid §11.1 tasks) that spell names or values with JSON escapes,
+# which SQLite's json_extract path lookup does not unescape, next to plain ones.
+_R = '"record":{"id":"%s","kind":"at","title":"T","prompt":"%s","scheduledAt":"%s"}'
+_AT = "2026-05-02T09:00:00.000Z"
+_RAW_BODIES = {
+    "plain-active": '{"sessionId":"s",' + _R + ',"status":"active"}',
+    "plain-inactive": '{"sessionId":"s",' + _R + ',"status":"inactive"}',
+    "plain-none": '{"sessionId":"s",' + _R + "}",
+    "key-inactive": '{"sessionId":"s",' + _R + ',"st\\u0061tus":"inactive"}',
+    "key-active": '{"sessionId":"s",' + _R + ',"st\\u0061tus":"active"}',
+    "value-inactive": '{"sessionId":"s",' + _R + ',"status":"in\\u0061ctive"}',
+    "value-active": '{"sessionId":"s",' + _R + ',"status":"\\u0061ctive"}',
+    "none-newline": '{"sessionId":"s",'
+    + _R.replace('%s","scheduledAt', '%s\\n2","scheduledAt')
+    + "}",
+    "record-key": '{"sessionId":"s",' + _R.replace('"record"', '"r\\u0065cord"') + "}",
+    "at-key": '{"sessionId":"s",'
+    + _R.replace("scheduledAt", "sched\\u0075ledAt")
+    + ',"status":"active"}',
+    "at-value": '{"sessionId":"s",' + _R.replace('"%s"}', '"%s\\u005a"}') + "}",
+}
+
+
+def write_raw_store(path: Path, backend: str) -> None:
+    bodies = {}
+    for n, (key, template) in enumerate(_RAW_BODIES.items()):
+        at = _AT[:-1] if key == "at-value" else _AT.replace("09:", f"{n:02d}:")
+        bodies[key] = template % (key, "p", at)
+    if backend == "json":
+        tasks = ",".join(f"{json.dumps(key)}:{body}" for key, body in bodies.items())
+        path.write_text(
+            '{"unit":{"name":"schedule","version":1},"global":null,"tables":{"tasks":{'
+            + tasks
+            + "}}}"
+        )
+        return
+    open_store(path).close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.executemany(
+            "INSERT INTO tasks (id, session_id, body) VALUES (?, 's', ?)", bodies.items()
+        )
+    finally:
+        conn.close()
+
+
+def test_active_targets_with_escaped_names_and_values(tmp_path: Path, backend: str) -> None:
+    path = store_path(tmp_path, backend)
+    write_raw_store(path, backend)
+    s = open_store(path)
+    try:
+        assert s.count() == len(_RAW_BODIES)
+        assert {r[2] for r in s.active_targets()} == {
+            "plain-active",
+            "plain-none",
+            "key-active",
+            "value-active",
+            "none-newline",
+            "record-key",
+            "at-key",
+            "at-value",
+        }
+        assert_targets_match(s)
     finally:
         s.close()
