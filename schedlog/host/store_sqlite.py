@@ -241,7 +241,12 @@ class SqliteTaskStore:
         return int(n)
 
     def earliest_active_target(self) -> int | None:
-        """The earliest ``scheduledAt`` among active tasks (epoch ms), from the index."""
+        """The earliest ``scheduledAt`` among active tasks (epoch ms), from the index.
+
+        Exact for bodies schedlog writes. SQLite's JSON path lookup does not unescape member
+        names, so a hand-written body spelling a name with an escape (``"st\\u0061tus"``) is
+        misread here; the service's timer does not use this (see :meth:`active_targets`).
+        """
         (text,) = self._conn.execute(
             "SELECT min(json_extract(body, '$.record.scheduledAt')) FROM tasks "
             "WHERE coalesce(json_extract(body, '$.status'), 'active') = 'active'"
