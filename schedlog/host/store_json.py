@@ -108,6 +108,25 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise StoreWriteError(f"cannot write {path}: {exc}") from exc
 
 
+def _remove_stale_temps(path: Path) -> None:
+    """Remove temporary documents that a writer killed before its rename left behind.
+
+    Runs only after the store validated, under the store's exclusive lock, so no live writer
+    owns them; a refused store is never touched. The name pattern is the one
+    :func:`atomic_write` uses, so no other file can match.
+    """
+    prefix = f".{path.name}."
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        middle = name[len(prefix) : -len(".tmp")]
+        if name.startswith(prefix) and name.endswith(".tmp") and middle.isdigit():
+            with contextlib.suppress(OSError):
+                os.unlink(path.parent / name)
+
+
 class JsonTaskStore:
     """A :class:`~schedlog.host.store.TaskStore` over one ``schedule.json`` document."""
 
@@ -136,6 +155,7 @@ class JsonTaskStore:
         except BaseException:
             lock.release()
             raise
+        _remove_stale_temps(path)
         return cls(path, tasks, lock)
 
     # reads
