@@ -204,18 +204,14 @@ def _load_record_arg(text: str) -> object:
     return loads_strict(raw.rstrip(b"\r\n"))
 
 
+class _Usage(Exception):
+    """A command-line mistake in ``rules next``: usage message, exit status 2."""
+
+
 def _rule_from_flags(args: argparse.Namespace, after: int) -> Record:
-    selectors = {
-        "cron": args.cron is not None,
-        "daily": args.daily is not None,
-        "weekly": args.weekly is not None,
-        "every": args.every is not None,
-    }
-    if sum(selectors.values()) != 1:
-        raise SystemExit(
-            "schedlog rules next: give --record, or exactly one of --cron, --daily, "
-            "--weekly, --every"
-        )
+    chosen = [args.cron, args.daily, args.weekly, args.every]
+    if sum(x is not None for x in chosen) != 1:
+        raise _Usage("give --record, or exactly one of --cron, --daily, --weekly, --every")
     zone = args.time_zone or "UTC"
     create: dict[str, Any] = {"prompt": "explain", "title": "explain"}
     if args.cron is not None:
@@ -223,8 +219,14 @@ def _rule_from_flags(args: argparse.Namespace, after: int) -> Record:
     elif args.daily is not None:
         create["daily"] = {"time": args.daily, "time_zone": zone}
     elif args.weekly is not None:
-        days = [int(x) for x in (args.weekdays or "1,2,3,4,5").split(",") if x.strip()]
-        create["weekly"] = {"time": args.weekly, "time_zone": zone, "weekdays": days}
+        parts = [x.strip() for x in (args.weekdays or "1,2,3,4,5").split(",") if x.strip()]
+        if not all(p.isascii() and p.isdigit() for p in parts):
+            raise _Usage("--weekdays takes ISO weekday numbers 1-7 separated by commas, e.g. 1,3,5")
+        create["weekly"] = {
+            "time": args.weekly,
+            "time_zone": zone,
+            "weekdays": list(map(int, parts)),
+        }
     else:
         create["every_seconds"] = args.every
     return build_host_record(create, id="schedule-explain", now=after)
@@ -265,6 +267,9 @@ def cmd_next(args: argparse.Namespace) -> int:
             record = _rule_from_flags(args, at)
         decision = decision_json(record, at) if at >= record.scheduled_at else None
         upcoming = upcoming_targets(record, at, args.count)
+    except _Usage as exc:
+        print(f"schedlog rules next: {exc}", file=sys.stderr)
+        return 2
     except (ScheduleError, JSONSyntaxError, OSError) as exc:
         code = getattr(exc, "code", "invalid_request")
         write_json_line({"error": {"code": code, "message": str(exc)}})

@@ -509,3 +509,50 @@ def test_rules_next_human_form_marks_dst_days(capsys: pytest.CaptureFixture[str]
 def test_rules_next_bad_rule_is_an_error_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules", "next", "--cron", "0 0 * *", "--after", "2026-01-01T00:00:00Z"]) == 1
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "invalid_rule"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--after", "2026-01-01T00:00:00Z"],
+        ["--cron", "0 9 * * *", "--daily", "09:00:00", "--after", "2026-01-01T00:00:00Z"],
+        ["--weekly", "09:00:00", "--weekdays", "mon", "--after", "2026-01-01T00:00:00Z"],
+        ["--cron", "0 9 * * *", "--after", "yesterday"],
+    ],
+    ids=["no-rule", "two-rules", "bad-weekdays", "bad-instant"],
+)
+def test_rules_next_usage_errors_exit_2(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["rules", "next", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("schedlog rules next: ")
+
+
+def test_rules_next_weekly_human_form(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(
+            [
+                "rules",
+                "next",
+                "--weekly",
+                "09:00:00",
+                "--weekdays",
+                "5,1",
+                "--time-zone",
+                "Europe/Berlin",
+                "--after",
+                "2026-05-01T12:00:00Z",
+                "--count",
+                "2",
+            ]
+        )
+        == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "rule: kind=weekly time=09:00:00.000 timeZone=Europe/Berlin weekdays=[1, 5]"
+    )
+    assert lines[2].split()[1:5] == ["2026-05-04T07:00:00.000Z", "2026-05-04", "09:00", "Mon"]
+    assert lines[3].split()[1:5] == ["2026-05-08T07:00:00.000Z", "2026-05-08", "09:00", "Fri"]
