@@ -10,10 +10,14 @@ import argparse
 import asyncio
 import contextlib
 import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TextIO
 
 from schedlog.cli.common import (
+    InvalidRequest,
     configure_diagnostics,
+    decode_request,
     parse_request_instant,
     require,
     run_batch,
@@ -80,9 +84,15 @@ async def run_live_session(
     stop: asyncio.Event,
     session_id: str | None = None,
     out: TextIO | None = None,
+    requests: AsyncIterator[str] | None = None,
 ) -> FileSession:
     """Run the live owner of the log at ``path`` until ``stop`` is set, printing each delivery
-    as a JSON line; then dispose the owner and close the log. Returns the session."""
+    as a JSON line; then dispose the owner and close the log. Returns the session.
+
+    ``requests`` (optional) yields tool request lines; each is served through the engine, the
+    same serial queue the owner uses, and answered with one ``{"ok": TOOL_VALUE}`` line (or an
+    ``invalid_request`` error), so tools and deliveries never race on the log.
+    """
 
     def show(message: FollowupMessage) -> None:
         write_json_line(delivery_json(message), out)
@@ -90,12 +100,54 @@ async def run_live_session(
     session = FileSession(path, session_id=session_id, on_followup=show)
     engine = SessionEngine(session, session, clock)
     engine.start()
+    server = asyncio.create_task(_serve_tools(engine, requests, out)) if requests else None
     try:
         await stop.wait()
     finally:
+        if server is not None:
+            server.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await server
         await engine.dispose()
         session.close()
     return session
+
+
+async def _serve_tools(
+    engine: SessionEngine, requests: AsyncIterator[str], out: TextIO | None
+) -> None:
+    tools: dict[str, Callable[[dict[str, Any]], Awaitable[object]]] = {
+        "schedule_create": engine.schedule_create,
+        "schedule_list": engine.schedule_list,
+        "schedule_delete": engine.schedule_delete,
+    }
+    async for line in requests:
+        try:
+            request = decode_request(line.rstrip("\n"))
+            op = request.get("op")
+            tool = tools.get(op) if isinstance(op, str) else None
+            if tool is None:
+                raise InvalidRequest(f"op must be one of {', '.join(tools)}.")
+            args = require(request, "args", dict)
+            answer: dict[str, Any] = {"ok": await tool(args)}
+        except InvalidRequest as exc:
+            answer = {"error": {"code": exc.code, "message": exc.message}}
+        write_json_line(answer, out)
+
+
+async def _stdin_lines() -> AsyncIterator[str]:
+    """Lines of stdin, read by a daemon thread so a blocked read never holds up shutdown."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def pump() -> None:
+        for line in sys.stdin:
+            loop.call_soon_threadsafe(queue.put_nowait, line)
+        loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    threading.Thread(target=pump, name="schedlog-stdin", daemon=True).start()
+    while (line := await queue.get()) is not None:
+        yield line
 
 
 def run_main(args: argparse.Namespace) -> int:
@@ -103,7 +155,11 @@ def run_main(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         await run_live_session(
-            args.log, clock=SystemClock(), stop=asyncio.Event(), session_id=args.session_id
+            args.log,
+            clock=SystemClock(),
+            stop=asyncio.Event(),
+            session_id=args.session_id,
+            requests=_stdin_lines() if args.tools else None,
         )
 
     # On Ctrl-C asyncio.run cancels the main task, which disposes the owner on its way out.

@@ -115,7 +115,7 @@ def run_batch(
         try:
             if len(text) > MAX_REQUEST_CHARS:
                 raise InvalidRequest(f"request line is longer than {MAX_REQUEST_CHARS} characters.")
-            request = _decode_request(text)
+            request = decode_request(text)
             op = request.get("op")
             handler = handlers.get(op) if isinstance(op, str) else None
             if handler is None:
@@ -155,7 +155,8 @@ def _bounded_lines(lines: Iterable[str]) -> Iterator[str]:
         yield _Overlong()
 
 
-def _decode_request(text: str) -> dict[str, object]:
+def decode_request(text: str) -> dict[str, object]:
+    """One request line as a JSON object, else :class:`InvalidRequest` (SPEC §15.1)."""
     try:
         request = loads_strict(text.encode("utf-8", "surrogatepass"))
     except JSONSyntaxError as exc:

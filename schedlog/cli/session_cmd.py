@@ -68,7 +68,10 @@ def register(subparsers: Any) -> None:
         help="run the live owner on the real clock and print each delivery (Ctrl-C stops)",
         description=(
             "Run the live owner of one session log on the real clock, with an always-idle "
-            "agent. Each delivery is printed as one JSON line {messageId, text, reminders}."
+            "agent. Each delivery is printed as one JSON line {messageId, text, reminders}. "
+            "With --tools, stdin takes tool requests, one JSON object per line: "
+            '{"op":"schedule_create"|"schedule_list"|"schedule_delete","args":{...}}; each is '
+            'answered with one {"ok": TOOL_VALUE} line, at the real time it is served.'
         ),
     )
     run.add_argument("--log", required=True, metavar="PATH", help="the session log")
@@ -76,6 +79,11 @@ def register(subparsers: Any) -> None:
         "--session-id",
         metavar="S",
         help="sessionId of a new log (default: the file name without .jsonl)",
+    )
+    run.add_argument(
+        "--tools",
+        action="store_true",
+        help="read tool requests from stdin while running (see above)",
     )
     run.set_defaults(func=_run_main)
 
