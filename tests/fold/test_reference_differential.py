@@ -16,9 +16,7 @@ session-local records (SPEC §6.1 tolerates it; the reference rejects it) and en
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -28,18 +26,13 @@ import pytest
 from schedlog.eventlog import event_from_value
 from schedlog.fold import FoldError, fold
 from schedlog.rules.instants import MAX_MS, format_instant
+from tests.fold.reference import install_runner, opt_in
 
-PACKAGE = "@deepseek-ai/dsh-schedule@0.1.0-rc.8"
 CASES = 400
 FOLD_RULES = {"seed_length", "id_reused", "delete_inactive", "dispatch_inactive"}
 FOLD_RULES |= {"one_shot_accepted_at", "every_accepted_at"}
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("SCHEDLOG_DIFFERENTIAL") != "1"
-    or shutil.which("node") is None
-    or shutil.which("npm") is None,
-    reason="differential test is opt-in (SCHEDLOG_DIFFERENTIAL=1) and needs node and npm",
-)
+pytestmark = opt_in
 
 RUNNER = """
 import { foldScheduleEvents } from '@deepseek-ai/dsh-schedule';
@@ -59,18 +52,7 @@ process.stdout.write(JSON.stringify(out));
 
 @pytest.fixture(scope="module")
 def reference() -> Path:
-    default = Path.home() / ".cache" / "schedlog" / "dsh-schedule-0.1.0-rc.8"
-    root = Path(os.environ.get("SCHEDLOG_REFERENCE_DIR", default))
-    if not (root / "node_modules" / "@deepseek-ai" / "dsh-schedule").is_dir():
-        root.mkdir(parents=True, exist_ok=True)
-        command = ["npm", "install", "--prefix", str(root), "--ignore-scripts", "--no-audit"]
-        try:
-            subprocess.run([*command, "--no-fund", PACKAGE], check=True, timeout=300)
-        except (OSError, subprocess.SubprocessError) as exc:
-            pytest.skip(f"cannot install {PACKAGE}: {exc}")
-    runner = root / "fold_cases.mjs"
-    runner.write_text(RUNNER, encoding="utf-8")
-    return runner
+    return install_runner("fold_cases.mjs", RUNNER)
 
 
 BASE = 1_777_626_000_000  # 2026-05-01T09:00:00.000Z

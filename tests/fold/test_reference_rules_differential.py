@@ -17,9 +17,7 @@ listed in ``KNOWN`` and in docs/decisions.md ("Differences from the npm referenc
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -33,16 +31,11 @@ from schedlog.framing import FramedReminder, batch_framing, single_framing
 from schedlog.rules.decide import decide
 from schedlog.rules.instants import MAX_MS, MIN_MS, format_instant, parse_canonical_instant
 from schedlog.rules.records import build_session_record, record_from_json
+from tests.fold.reference import install_runner, opt_in
 
-PACKAGE = "@deepseek-ai/dsh-schedule@0.1.0-rc.8"
 CASES = 300
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("SCHEDLOG_DIFFERENTIAL") != "1"
-    or shutil.which("node") is None
-    or shutil.which("npm") is None,
-    reason="differential test is opt-in (SCHEDLOG_DIFFERENTIAL=1) and needs node and npm",
-)
+pytestmark = opt_in
 
 RUNNER = r"""
 import * as s from '@deepseek-ai/dsh-schedule';
@@ -98,18 +91,7 @@ process.stdout.write(JSON.stringify(out));
 
 @pytest.fixture(scope="module")
 def reference() -> Path:
-    default = Path.home() / ".cache" / "schedlog" / "dsh-schedule-0.1.0-rc.8"
-    root = Path(os.environ.get("SCHEDLOG_REFERENCE_DIR", default))
-    if not (root / "node_modules" / "@deepseek-ai" / "dsh-schedule").is_dir():
-        root.mkdir(parents=True, exist_ok=True)
-        command = ["npm", "install", "--prefix", str(root), "--ignore-scripts", "--no-audit"]
-        try:
-            subprocess.run([*command, "--no-fund", PACKAGE], check=True, timeout=300)
-        except (OSError, subprocess.SubprocessError) as exc:
-            pytest.skip(f"cannot install {PACKAGE}: {exc}")
-    runner = root / "rules_cases.mjs"
-    runner.write_text(RUNNER, encoding="utf-8")
-    return runner
+    return install_runner("rules_cases.mjs", RUNNER)
 
 
 BASE = 1_777_626_000_000  # 2026-05-01T09:00:00.000Z
