@@ -17,6 +17,8 @@ import argparse
 import importlib
 from typing import TYPE_CHECKING, Any, Final
 
+from schedlog.cli._lazy import lazy_command
+
 if TYPE_CHECKING:
     from schedlog.cli._host import BatchClock, HostBatch
 
@@ -35,34 +37,11 @@ def __getattr__(name: str) -> Any:
 # --- commands: each imports its implementation when it runs -----------------------------------
 
 
-def _cmd_batch(args: argparse.Namespace) -> int:
-    from schedlog.cli._host import cmd_batch
-
-    return cmd_batch(args)
-
-
-def _cmd_run(args: argparse.Namespace) -> int:
-    from schedlog.cli._host import cmd_run
-
-    return cmd_run(args)
-
-
-def _cmd_catalog(args: argparse.Namespace) -> int:
-    from schedlog.cli._host import cmd_catalog
-
-    return cmd_catalog(args)
-
-
-def _cmd_history(args: argparse.Namespace) -> int:
-    from schedlog.cli._host import cmd_history
-
-    return cmd_history(args)
-
-
-def _cmd_migrate(args: argparse.Namespace) -> int:
-    from schedlog.cli._host import cmd_migrate
-
-    return cmd_migrate(args)
+_cmd_batch = lazy_command("schedlog.cli._host", "cmd_batch")
+_cmd_run = lazy_command("schedlog.cli._host", "cmd_run")
+_cmd_catalog = lazy_command("schedlog.cli._host", "cmd_catalog")
+_cmd_history = lazy_command("schedlog.cli._host", "cmd_history")
+_cmd_migrate = lazy_command("schedlog.cli._host", "cmd_migrate")
 
 
 # --- argument types and groups --------------------------------------------------------------

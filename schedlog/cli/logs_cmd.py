@@ -17,6 +17,8 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from schedlog.cli._lazy import lazy_command
+
 if TYPE_CHECKING:
     from schedlog.cli._logs import (
         PROGRESS_THRESHOLD,
@@ -72,16 +74,8 @@ def read_log(path: str) -> LogContents:
     return read(path, keep_events=False)
 
 
-def _cmd_replay(args: argparse.Namespace) -> int:
-    from schedlog.cli._logs import cmd_replay
-
-    return cmd_replay(args)
-
-
-def _cmd_repair(args: argparse.Namespace) -> int:
-    from schedlog.cli._logs import cmd_repair
-
-    return cmd_repair(args)
+_cmd_replay = lazy_command("schedlog.cli._logs", "cmd_replay")
+_cmd_repair = lazy_command("schedlog.cli._logs", "cmd_repair")
 
 
 # --- registration -----------------------------------------------------------------------------

@@ -7,9 +7,10 @@ Only the argparse wiring lives here: each command imports its implementation
 
 from __future__ import annotations
 
-import argparse
 import importlib
 from typing import TYPE_CHECKING, Any, Final
+
+from schedlog.cli._lazy import lazy_command
 
 if TYPE_CHECKING:
     from schedlog.cli._rules import RULES_OPS, decode_any_record, upcoming_targets
@@ -40,16 +41,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _cmd_batch(args: argparse.Namespace) -> int:
-    from schedlog.cli._rules import cmd_batch
-
-    return cmd_batch(args)
-
-
-def _cmd_next(args: argparse.Namespace) -> int:
-    from schedlog.cli._rules import cmd_next
-
-    return cmd_next(args)
+_cmd_batch = lazy_command("schedlog.cli._rules", "cmd_batch")
+_cmd_next = lazy_command("schedlog.cli._rules", "cmd_next")
 
 
 def register(sub: Any) -> None:

@@ -15,6 +15,8 @@ import argparse
 import importlib
 from typing import TYPE_CHECKING, Any, Final
 
+from schedlog.cli._lazy import lazy_command
+
 if TYPE_CHECKING:
     from schedlog.cli._session import run_live_session, session_batch_handlers
     from schedlog.cli.common import configure_diagnostics
@@ -122,13 +124,5 @@ def _catalog_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batch_main(args: argparse.Namespace) -> int:
-    from schedlog.cli._session import batch_main
-
-    return batch_main(args)
-
-
-def _run_main(args: argparse.Namespace) -> int:
-    from schedlog.cli._session import run_main
-
-    return run_main(args)
+_batch_main = lazy_command("schedlog.cli._session", "batch_main")
+_run_main = lazy_command("schedlog.cli._session", "run_main")
