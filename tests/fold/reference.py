@@ -9,10 +9,12 @@ unavailable.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,3 +42,19 @@ def install_runner(name: str, source: str) -> Path:
     runner = root / name
     runner.write_text(source, encoding="utf-8")
     return runner
+
+
+def run_reference(runner: Path, cases: list[Any]) -> list[Any]:
+    """Feed ``cases`` to the Node ``runner`` as one JSON array; its JSON array of answers."""
+    done = subprocess.run(
+        ["node", str(runner)],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=runner.parent,
+    )
+    answers: list[Any] = json.loads(done.stdout)
+    assert len(answers) == len(cases)
+    return answers

@@ -15,9 +15,7 @@ session-local records (SPEC §6.1 tolerates it; the reference rejects it) and en
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ import pytest
 from schedlog.eventlog import event_from_value
 from schedlog.fold import FoldError, fold
 from schedlog.rules.instants import MAX_MS, format_instant
-from tests.fold.reference import install_runner, opt_in
+from tests.fold.reference import install_runner, opt_in, run_reference
 
 CASES = 400
 FOLD_RULES = {"seed_length", "id_reused", "delete_inactive", "dispatch_inactive"}
@@ -126,17 +124,7 @@ def _ours(case: dict[str, Any]) -> dict[str, Any]:
 def test_fold_agrees_with_the_reference(reference: Path) -> None:
     rng = random.Random(20260501)
     cases = [_stream(rng) for _ in range(CASES)]
-    done = subprocess.run(
-        ["node", str(reference)],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        cwd=reference.parent,
-    )
-    theirs = json.loads(done.stdout)
-    assert len(theirs) == len(cases)
+    theirs = run_reference(reference, cases)
     failures = 0
     for case, ref in zip(cases, theirs, strict=True):
         ours = _ours(case)

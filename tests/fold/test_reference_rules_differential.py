@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from schedlog.framing import FramedReminder, batch_framing, single_framing
 from schedlog.rules.decide import decide
 from schedlog.rules.instants import MAX_MS, MIN_MS, format_instant, parse_canonical_instant
 from schedlog.rules.records import build_session_record, record_from_json
-from tests.fold.reference import install_runner, opt_in
+from tests.fold.reference import install_runner, opt_in, run_reference
 
 CASES = 300
 
@@ -335,17 +334,7 @@ def test_rules_agree_with_the_reference(reference: Path) -> None:
     cases += [_every_case(rng) for _ in range(CASES // 2)]
     cases += [_misc_case(rng) for _ in range(CASES // 2)]
     cases += [{"op": "create", "args": args, "id": "schedule-1", "now": NOW} for args in FIXED]
-    done = subprocess.run(
-        ["node", str(reference)],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        cwd=reference.parent,
-    )
-    theirs = json.loads(done.stdout)
-    assert len(theirs) == len(cases)
+    theirs = run_reference(reference, cases)
     mismatches: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = []
     outcomes: dict[str, set[str]] = {}
     differences: dict[str, int] = {}
