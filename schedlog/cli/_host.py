@@ -29,6 +29,7 @@ from schedlog.cli.common import (
 )
 from schedlog.errors import StoreOpenError
 from schedlog.host.config import Retention
+from schedlog.host.endpoint import with_serve_hint
 from schedlog.host.remote import REMOTE_OPERATIONS, call_remote
 from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
@@ -84,7 +85,7 @@ class HostBatch:
         try:
             opened: TaskStore = open_store(store, backend)
         except StoreOpenError as exc:
-            self.open_error = exc
+            self.open_error = with_serve_hint(exc, store)
             return
         self.service = self._run(self._start(opened, keep or Retention()))
         self.tools = HostTools(self.service)
@@ -179,7 +180,7 @@ async def _run_host(args: argparse.Namespace) -> int:
     try:
         store = open_store(args.store, args.backend)
     except StoreOpenError as exc:
-        write_json_line({"error": exc.to_value()}, sys.stderr)
+        write_json_line({"error": with_serve_hint(exc, args.store).to_value()}, sys.stderr)
         return 1
     sessions = SessionsDirectory(args.sessions)
     keep = Retention(args.history_days, args.history_records)
@@ -205,7 +206,7 @@ def _open_for_read(args: argparse.Namespace) -> TaskStore | None:
     try:
         return open_store(args.store, args.backend)
     except StoreOpenError as exc:
-        write_json_line({"error": exc.to_value()})
+        write_json_line({"error": with_serve_hint(exc, args.store).to_value()})
         return None
 
 

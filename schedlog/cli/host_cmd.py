@@ -42,6 +42,7 @@ _cmd_run = lazy_command("schedlog.cli._host", "cmd_run")
 _cmd_catalog = lazy_command("schedlog.cli._host", "cmd_catalog")
 _cmd_history = lazy_command("schedlog.cli._host", "cmd_history")
 _cmd_migrate = lazy_command("schedlog.cli._host", "cmd_migrate")
+_cmd_serve = lazy_command("schedlog.cli._serve", "cmd_serve")
 
 
 # --- argument types and groups --------------------------------------------------------------
@@ -77,6 +78,49 @@ def _service_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--history-records", type=_records, default=200, metavar="N")
 
 
+def _serve_parser(hsub: Any) -> None:
+    serve = hsub.add_parser(
+        "serve",
+        help="serve the host service over HTTP (docs/http-api.md)",
+        description=(
+            "Deliver due reminders (as host run does) and serve the /v1 HTTP API on the same "
+            "service. Every /v1 route needs Authorization: Bearer <token>; the token comes "
+            "from SCHEDLOG_TOKEN or from the token file (generated on first start, mode 0600). "
+            "Prints the URL and the token file on start. Needs the serve extra."
+        ),
+    )
+    _store_args(serve)
+    serve.add_argument("--sessions", required=True, help="sessions directory (DIR/<enc>.jsonl)")
+    serve.add_argument("--history-days", type=_days, default=30, metavar="N")
+    serve.add_argument("--history-records", type=_records, default=200, metavar="N")
+    serve.add_argument(
+        "--listen",
+        default="127.0.0.1:8765",
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:8765, loopback only; port 0: any free)",
+    )
+    serve.add_argument(
+        "--token-file", metavar="PATH", help="bearer token file (default <store>.token)"
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME[:PORT]",
+        help="another Host header value to answer (loopback names are always allowed)",
+    )
+    serve.add_argument(
+        "--cors-origin", action="append", metavar="ORIGIN", help="allow CORS from this origin"
+    )
+    serve.add_argument(
+        "--max-event-clients",
+        type=int,
+        default=32,
+        metavar="N",
+        help="concurrent /v1/events streams (default 32)",
+    )
+    serve.set_defaults(func=_cmd_serve)
+
+
 def register(sub: Any) -> None:
     """Add ``host batch|run|catalog|history`` and ``migrate`` to the ``schedlog`` parsers."""
     host = sub.add_parser(
@@ -102,6 +146,7 @@ def register(sub: Any) -> None:
     )
     _service_args(run)
     run.set_defaults(func=_cmd_run)
+    _serve_parser(hsub)
     catalog = hsub.add_parser("catalog", help="list every task of the store")
     _store_args(catalog)
     catalog.add_argument("--json", action="store_true", help="print the catalog as JSON")

@@ -25,6 +25,7 @@ from schedlog._crashpoints import crashpoint
 from schedlog.errors import ScheduleError
 from schedlog.eventlog.followups import Member, build_followup
 from schedlog.framing import FramedReminder, batch_framing, single_framing
+from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered, Group, commit_member, occurrence, plan_groups
 from schedlog.host.history import check_limit, history_page
@@ -96,6 +97,7 @@ class HostCore:
         }
         self._index: Any = SortedList(self._keys.values())
         self._listeners: list[Callable[[str], None]] = []
+        self._change_listeners: list[ChangeListener] = []
         self.drive_requested: Callable[[], None] = lambda: None
         self._touched: set[str] = set()
 
@@ -118,9 +120,22 @@ class HostCore:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
-    def _changed(self) -> None:
+    def subscribe_changes(self, listener: ChangeListener) -> Callable[[], None]:
+        """Call ``listener(change)`` for each task of every durable write; returns an
+        unsubscribe (:class:`~schedlog.host.changes.ChangeSource`)."""
+        self._change_listeners.append(listener)
+        return lambda: self._change_listeners.remove(listener)
+
+    def _changed(self, changes: Iterable[TaskChange] = ()) -> None:
+        for change in changes:
+            for change_listener in list(self._change_listeners):
+                change_listener(change)
         for listener in list(self._listeners):
             listener(CHANGED)
+
+    @staticmethod
+    def _change(task: Task, kind: ChangeKind) -> tuple[TaskChange]:
+        return (TaskChange(task.id, task.session_id, kind),)
 
     def next_target(self, excluded: Iterable[str] = ()) -> int | None:
         """The earliest ``scheduledAt`` among active tasks not in ``excluded`` (epoch ms)."""
@@ -222,7 +237,7 @@ class HostCore:
     def insert(self, task: Task) -> None:
         seq = self.store.insert(task)
         self._reindex(StoredTask(seq, task))
-        self._changed()
+        self._changed(self._change(task, "created"))
         self.drive_requested()
 
     def _replace(self, st: StoredTask, task: Task) -> None:
@@ -253,7 +268,7 @@ class HostCore:
             st = self.store.get(task.id)
             assert st is not None
             self._replace(st, msgspec.structs.replace(task, record=result.record, status="active"))
-            self._changed()
+            self._changed(self._change(task, "updated"))
             self.drive_requested()
         return result
 
@@ -263,7 +278,7 @@ class HostCore:
         if task is None or not self.store.delete(task.id):
             return {"id": task_id, "deleted": False, "code": "schedule_not_found"}
         self._unindex(task.id)
-        self._changed()
+        self._changed(self._change(task, "deleted"))
         self.drive_requested()
         return {"id": task_id, "deleted": True}
 
@@ -283,7 +298,7 @@ class HostCore:
                 self._unindex(st.task.id)
             except Exception as exc:
                 first_error = first_error or exc
-        self._changed()
+        self._changed(TaskChange(task_id, session_id, "deleted") for task_id in deleted)
         self.drive_requested()
         if first_error is not None:
             raise first_error
@@ -304,6 +319,7 @@ class HostCore:
         except Exception as exc:
             raise GroupFailed(group.ids, exc) from exc
         pending: list[str] = list(group.ids)
+        committed: list[TaskChange] = []
         try:
             decision_time = now()
             members: list[tuple[StoredTask, Decision]] = []
@@ -365,15 +381,16 @@ class HostCore:
                 task = commit_member(st.task, decision, ids[st.task.id], at, self.retention)
                 self._replace(st, task)
                 pending.remove(st.task.id)
+                committed.append(TaskChange(task.id, session_id, "delivered"))
                 crashpoint("host.after_commit")
         except Exception as exc:
             if pending != list(group.ids):
-                self._changed()
+                self._changed(committed)
             # The next resolution re-opens the log, re-reading what was appended (so a
             # follow-up whose barrier failed is recovered, not sent twice).
             self.sessions.discard(session_id)
             raise GroupFailed(tuple(pending), exc) from exc
-        self._changed()
+        self._changed(committed)
         return sent
 
 
@@ -420,6 +437,16 @@ class HostService:
 
     def subscribe(self, listener: Callable[[str], None]) -> Callable[[], None]:
         return self.core.subscribe(listener)
+
+    def subscribe_changes(self, listener: ChangeListener) -> Callable[[], None]:
+        return self.core.subscribe_changes(listener)
+
+    @property
+    def running(self) -> bool:
+        """Open and, when it drives itself, with its timer alive (``/readyz``)."""
+        if self._stopping or self._worker.done():
+            return False
+        return self._timer is None or not self._timer.done()
 
     # --- the FIFO --------------------------------------------------------------------------
 

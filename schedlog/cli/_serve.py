@@ -1,0 +1,169 @@
+"""The implementation of ``schedlog host serve`` (docs/http-api.md).
+
+One process: the host service on the real clock (delivering as ``host run`` does) and its HTTP
+API, served by uvicorn on the same event loop, so every write goes through the one FIFO.
+Needs the ``serve`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import socket
+import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+from schedlog.cli.common import configure_diagnostics, write_json_line
+from schedlog.errors import StoreOpenError
+from schedlog.host.config import Retention
+from schedlog.host.endpoint import remove_endpoint, with_serve_hint, write_endpoint
+from schedlog.host.sessions import SessionsDirectory
+from schedlog.host.store import TaskStore, open_store
+
+__all__ = ["cmd_serve", "parse_listen"]
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _fail(code: str, message: str) -> int:
+    write_json_line({"error": {"code": code, "message": message}}, sys.stderr)
+    return 1
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``[V6]:PORT`` -> (host, port); raises ValueError naming the value."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or not host:
+        raise ValueError(f"--listen must be HOST:PORT, not {text!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+async def _serve(args: argparse.Namespace, store: TaskStore, token: str, token_file: Any) -> int:
+    import uvicorn
+
+    from schedlog.runtime.clock import SystemClock
+    from schedlog.serve.app import Host, build_app
+    from schedlog.serve.auth import allowed_hosts
+
+    host, port = parse_listen(args.listen)
+    try:
+        sock = _bind(host, port)
+    except OSError as exc:
+        store.close()
+        return _fail("listen-failed", f"cannot listen on {args.listen}: {exc.strerror}")
+    port = sock.getsockname()[1]
+    url_host = f"[{host}]" if ":" in host else host
+    url = f"http://{url_host}:{port}"
+    keep = Retention(args.history_days, args.history_records)
+    clock = SystemClock()
+
+    async def opener() -> Host:
+        from schedlog.host.service import HostService
+
+        sessions = SessionsDirectory(args.sessions)
+
+        async def close() -> None:
+            sessions.close()
+
+        return Host(HostService(store, sessions, clock, keep), close=close)
+
+    app = build_app(
+        opener,
+        token=token,
+        hosts=allowed_hosts(host, port, args.allow_host or ()),
+        epoch=clock.now_ms(),
+        cors_origins=args.cors_origin or (),
+        max_event_clients=args.max_event_clients,
+    )
+    loop = asyncio.get_running_loop()
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            hub = app.state.serve.hub
+            if hub is not None:  # end the event streams first: uvicorn waits for them
+                loop.call_soon_threadsafe(hub.close)
+            super().handle_exit(sig, frame)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            """SIGINT/SIGTERM stop the server gracefully and the command exits 0, as
+            ``host run`` does (uvicorn would raise the signal again after shutdown)."""
+            handlers = {sig: signal.signal(sig, self.handle_exit) for sig in _SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in handlers.items():
+                    signal.signal(sig, handler)
+
+    config = uvicorn.Config(
+        app,
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        proxy_headers=False,
+        timeout_graceful_shutdown=5,
+    )
+    server = Server(config)
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started and not task.done():
+        await asyncio.sleep(0.02)
+    if server.started:
+        write_endpoint(args.store, url)
+        print(f"schedlog host serve: {url}/v1", flush=True)
+        where = "SCHEDLOG_TOKEN" if token_file is None else str(token_file)
+        print(f"token: {where}", flush=True)
+    try:
+        await task
+    finally:
+        remove_endpoint(args.store)
+        sock.close()
+    return 0 if server.started else 1
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    configure_diagnostics()
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        return _fail(
+            "missing-extra", "host serve needs the serve extra: pip install 'schedlog[serve]'"
+        )
+    from schedlog.serve.auth import TokenError, load_token, token_path
+
+    try:
+        parse_listen(args.listen)
+    except ValueError as exc:
+        print(f"schedlog host serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        token, token_file = load_token(args.token_file or token_path(args.store))
+    except TokenError as exc:
+        return _fail(exc.code, str(exc))
+    try:
+        store = open_store(args.store, args.backend)
+    except StoreOpenError as exc:
+        write_json_line({"error": with_serve_hint(exc, args.store).to_value()}, sys.stderr)
+        return 1
+    return asyncio.run(_serve(args, store, token, token_file))

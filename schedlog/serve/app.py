@@ -1,0 +1,150 @@
+"""The Starlette application of ``schedlog host serve`` (docs/http-api.md).
+
+:func:`build_app` takes how to open the host: the lifespan opens it inside the server's event
+loop (so the FIFO and the timer run there), and closes it at shutdown. Until it is open, and
+from the moment it starts stopping, ``/v1`` routes and ``/readyz`` answer 503.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from schedlog.errors import ScheduleError, ScheduleInputError
+from schedlog.host.service import HostService
+from schedlog.host.tools import HostTools
+from schedlog.serve import routes
+from schedlog.serve.auth import Guard
+from schedlog.serve.errors import HttpError, error_response, json_response
+from schedlog.serve.openapi import openapi
+from schedlog.serve.routes import RetryLookup, ServeState
+from schedlog.serve.sse import EventHub
+
+__all__ = ["Host", "build_app"]
+
+_log = structlog.get_logger("schedlog.serve")
+
+
+@dataclass
+class Host:
+    """What the lifespan gets from the opener: the running service and, for webhook delivery,
+    the retry state of its tasks."""
+
+    service: HostService
+    retry_state: RetryLookup | None = None
+    close: Callable[[], Awaitable[None]] | None = None
+
+
+def _routes() -> list[Route]:
+    s = "/v1/sessions/{sessionId}"
+    return [
+        Route(s + "/tools/{tool}", routes.tool, methods=["POST"]),
+        Route("/v1/tasks", routes.catalog, methods=["GET"]),
+        Route(s + "/tasks", routes.session_tasks, methods=["GET"]),
+        Route(s + "/tasks/{id}/history", routes.history, methods=["GET"]),
+        Route(s + "/tasks/{id}", routes.update_task, methods=["PUT"]),
+        Route(s + "/tasks/{id}", routes.delete_task, methods=["DELETE"]),
+        Route("/v1/tasks/{id}/explain", routes.explain, methods=["GET"]),
+        Route("/v1/events", routes.events, methods=["GET"]),
+        Route("/healthz", routes.healthz, methods=["GET"]),
+        Route("/readyz", routes.readyz, methods=["GET"]),
+        Route("/openapi.json", _openapi, methods=["GET"]),
+    ]
+
+
+async def _openapi(request: Request) -> Response:
+    return json_response(openapi())
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HttpError)
+    return error_response(exc)
+
+
+async def _starlette_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return error_response(HttpError("method_not_allowed", "method not allowed here", 405))
+    if exc.status_code == 404:
+        return error_response(HttpError("not_found", f"no route {request.url.path!r}", 404))
+    return error_response(HttpError("invalid_request", str(exc.detail), exc.status_code))
+
+
+async def _schedule_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ScheduleError)
+    if isinstance(exc, ScheduleInputError):
+        return error_response(HttpError(exc.code, exc.message))
+    state: ServeState = request.app.state.serve
+    if state.service is None or not state.service.running:
+        return error_response(HttpError("service_unavailable", exc.message, 503))
+    _log.error("request.failed", path=request.url.path, code=exc.code, error=exc.message)
+    return error_response(HttpError(exc.code, exc.message, 500))
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    _log.error("request.failed", path=request.url.path, error=repr(exc))
+    return error_response(HttpError("internal_error", "The schedule operation failed.", 500))
+
+
+def build_app(
+    opener: Callable[[], Awaitable[Host]],
+    *,
+    token: str,
+    hosts: frozenset[str],
+    epoch: int,
+    cors_origins: Sequence[str] = (),
+    max_event_clients: int = 32,
+) -> Starlette:
+    """The ASGI application; ``opener`` runs in the lifespan, inside the server's loop."""
+    state = ServeState()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        host = await opener()
+        state.service = host.service
+        state.tools = HostTools(host.service)
+        state.hub = EventHub(host.service, epoch, max_clients=max_event_clients)
+        if host.retry_state is not None:
+            state.retry_state = host.retry_state
+        try:
+            yield
+        finally:
+            state.hub.close()
+            await host.service.aclose()
+            if host.close is not None:
+                await host.close()
+
+    middleware = []
+    if cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cors_origins),
+                allow_methods=["GET", "POST", "PUT", "DELETE"],
+                allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            )
+        )
+    middleware.append(Middleware(Guard, token=token, hosts=hosts))
+    app = Starlette(
+        routes=_routes(),
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={
+            HttpError: _http_error,
+            HTTPException: _starlette_error,
+            ScheduleError: _schedule_error,
+            Exception: _unexpected,
+        },
+    )
+    app.state.serve = state
+    return app

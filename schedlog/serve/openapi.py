@@ -1,0 +1,307 @@
+"""``/openapi.json``: the OpenAPI 3.1 document, generated from the msgspec types of
+:mod:`schedlog.serve.bodies` and of the host tool catalog (:mod:`schedlog.host.catalog`) with
+``msgspec.json.schema_components``; only the paths are listed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, Final
+
+import msgspec
+
+from schedlog.host.catalog import (
+    RESULT_TYPES,
+    TOOLS,
+    DeleteResult,
+    ErrorValue,
+    UpdateNotApplied,
+)
+from schedlog.serve import bodies
+from schedlog.serve.bodies import MAX_PAGE
+from schedlog.serve.routes import MAX_EXPLAIN, STATUSES
+
+__all__ = ["REF", "openapi"]
+
+REF: Final = "#/components/schemas/{name}"
+_JSON: Final = "application/json"
+
+
+def _ref(tp: Any) -> dict[str, Any]:
+    return {"$ref": REF.format(name=tp.__name__)}
+
+
+def _content(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {_JSON: {"schema": schema}}}
+
+
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, **_content(schema)}
+
+
+def _errors(*statuses: str) -> dict[str, Any]:
+    text = {
+        "400": "A malformed request: code invalid_request.",
+        "401": "No or a wrong bearer token: code unauthorized.",
+        "404": "Not found: schedule_not_found (also for another session's task).",
+        "409": "Conflict.",
+        "410": "The task has ended: schedule_ended.",
+        "413": "The body is longer than 1 MiB: payload_too_large.",
+        "415": "The body is not application/json.",
+        "421": "The Host header is not allowed: misdirected_request.",
+        "422": "A rule input error (invalid_rule, not_future, invalid_time_zone, ...).",
+        "503": "The service is starting or stopping, or too many event streams.",
+    }
+    return {s: _json(text[s], _ref(bodies.ErrorBody)) for s in statuses}
+
+
+_COMMON: Final = ("400", "401", "421", "503")
+_SECURITY: Final[list[dict[str, list[str]]]] = [{"bearer": []}]
+
+
+def _path_param(name: str, description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "description": description,
+        "schema": {"type": "string", "pattern": "^[^/]+$"},
+    }
+
+
+_SESSION: Final = _path_param("sessionId", "The session the task belongs to.")
+_ID: Final = _path_param("id", "The task id.")
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+
+
+def _op(
+    summary: str,
+    responses: dict[str, Any],
+    *,
+    parameters: Sequence[dict[str, Any]] = (),
+    body: dict[str, Any] | None = None,
+    secured: bool = True,
+    errors: Sequence[str] = _COMMON,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"summary": summary, "operationId": summary, "responses": {}}
+    if parameters:
+        out["parameters"] = list(parameters)
+    if body is not None:
+        out["requestBody"] = {"required": True, **_content(body)}
+    if secured:
+        out["security"] = _SECURITY
+    statuses = {*errors, *(("413", "415") if body else ())} - responses.keys()
+    out["responses"] = {**responses, **_errors(*sorted(statuses))}
+    return out
+
+
+def _schema_of(tp: Any) -> dict[str, Any]:
+    if getattr(tp, "__origin__", None) is list:  # list[View]: an array of the view union
+        return {"type": "array", "items": {"oneOf": [_ref(a) for a in tp.__args__[0].__args__]}}
+    return _ref(tp)
+
+
+def _one_of(types: Sequence[Any]) -> dict[str, Any]:
+    schemas = [_schema_of(t) for t in types]
+    return schemas[0] if len(schemas) == 1 else {"oneOf": schemas}
+
+
+def _tool_paths() -> dict[str, Any]:
+    """One POST per tool; each status lists the tool values it can carry."""
+    paths: dict[str, Any] = {}
+    for name, (description, params) in TOOLS.items():
+        values = [t for t in RESULT_TYPES[name] if t is not ErrorValue]
+        refused = [t for t in values if t in (UpdateNotApplied, DeleteResult)]
+        success = [t for t in values if t is not UpdateNotApplied]
+        responses: dict[str, Any] = {
+            "200": _json("The tool value.", _one_of(success)),
+            "422": _json("An input error value.", _ref(ErrorValue)),
+            "500": _json("internal_error.", _ref(ErrorValue)),
+            "503": _json(
+                "The service is stopping.", {"oneOf": [_ref(ErrorValue), _ref(bodies.ErrorBody)]}
+            ),
+        }
+        if refused:
+            for status in ("404", "409", "410") if name == "schedule_update" else ("404",):
+                responses[status] = _json("The tool value: not applied.", _one_of(refused))
+        operation = _op(name, responses, parameters=[_SESSION], body=_ref(params))
+        operation["description"] = description
+        paths[f"/v1/sessions/{{sessionId}}/tools/{name}"] = {"post": operation}
+    return paths
+
+
+def _tool_types() -> list[Any]:
+    out: list[Any] = []
+    for name, (_description, params) in TOOLS.items():
+        out.append(params)
+        for alternative in RESULT_TYPES[name]:
+            if getattr(alternative, "__origin__", None) is list:
+                out.extend(alternative.__args__[0].__args__)
+            else:
+                out.append(alternative)
+    return list(dict.fromkeys(out))
+
+
+_BODY_TYPES: Final = (
+    bodies.ErrorBody,
+    bodies.CatalogPage,
+    bodies.RecordBody,
+    bodies.HistoryPage,
+    bodies.UpdateBody,
+    bodies.UpdateApplied,
+    bodies.UpdateConflict,
+    bodies.DeleteOk,
+    bodies.ExplainResult,
+    bodies.Health,
+    bodies.ChangeEvent,
+)
+
+
+@cache
+def openapi() -> dict[str, Any]:
+    """The OpenAPI 3.1 document (built once; treat it as read-only)."""
+    _, components = msgspec.json.schema_components((*_BODY_TYPES, *_tool_types()), ref_template=REF)
+    limit = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}
+    paths: dict[str, Any] = {
+        **_tool_paths(),
+        "/v1/tasks": {
+            "get": _op(
+                "catalog",
+                {"200": _json("One catalog page.", _ref(bodies.CatalogPage))},
+                parameters=[
+                    _query("limit", limit, f"Entries per page, 1-{MAX_PAGE} (default 100)."),
+                    _query("cursor", {"type": "string"}, "nextCursor of the previous page."),
+                    _query("sessionId", {"type": "string"}, "Only this session's tasks."),
+                    _query("status", {"enum": list(STATUSES)}, "Only tasks with this status."),
+                    _query("title", {"type": "string"}, "Title substring (case-insensitive)."),
+                ],
+            )
+        },
+        "/v1/sessions/{sessionId}/tasks": {
+            "get": _op(
+                "list",
+                {
+                    "200": _json(
+                        "The session's active records, in storage order.",
+                        {"type": "array", "items": _ref(bodies.RecordBody)},
+                    )
+                },
+                parameters=[_SESSION],
+            )
+        },
+        "/v1/sessions/{sessionId}/tasks/{id}/history": {
+            "get": _op(
+                "history",
+                {"200": _json("One history page, newest first.", _ref(bodies.HistoryPage))},
+                parameters=[
+                    _SESSION,
+                    _ID,
+                    _query(
+                        "limit",
+                        {"type": "integer", "minimum": 1, "maximum": 100},
+                        "Records per page, 1-100 (default 20).",
+                    ),
+                    _query("before", {"type": "string"}, "nextBefore of the previous page."),
+                ],
+                errors=(*_COMMON, "404", "422"),
+            )
+        },
+        "/v1/sessions/{sessionId}/tasks/{id}": {
+            "put": _op(
+                "update",
+                {
+                    "200": _json("The update result.", _ref(bodies.UpdateApplied)),
+                    "409": _json(
+                        "The task changed since expected was read.", _ref(bodies.UpdateConflict)
+                    ),
+                },
+                parameters=[_SESSION, _ID],
+                body=_ref(bodies.UpdateBody),
+                errors=(*_COMMON, "404", "409", "410", "422"),
+            ),
+            "delete": _op(
+                "delete",
+                {"200": _json("The task was deleted.", _ref(bodies.DeleteOk))},
+                parameters=[_SESSION, _ID],
+                errors=(*_COMMON, "404"),
+            ),
+        },
+        "/v1/tasks/{id}/explain": {
+            "get": _op(
+                "explain",
+                {"200": _json("The next targets.", _ref(bodies.ExplainResult))},
+                parameters=[
+                    _ID,
+                    _query(
+                        "count",
+                        {"type": "integer", "minimum": 1, "maximum": MAX_EXPLAIN},
+                        f"How many targets, 1-{MAX_EXPLAIN} (default 5).",
+                    ),
+                ],
+                errors=(*_COMMON, "404"),
+            )
+        },
+        "/v1/events": {
+            "get": _op(
+                "events",
+                {
+                    "200": {
+                        "description": (
+                            "Server-Sent Events: schedule/changed events whose data is a "
+                            "ChangeEvent, and schedule/reset when events were missed."
+                        ),
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    }
+                },
+                parameters=[
+                    _query("lastEventId", {"type": "string"}, "As the Last-Event-ID header."),
+                    {
+                        "name": "Last-Event-ID",
+                        "in": "header",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    },
+                ],
+            )
+        },
+        "/healthz": {
+            "get": _op(
+                "healthz",
+                {"200": _json("The process answers.", _ref(bodies.Health))},
+                secured=False,
+                errors=("400", "421"),
+            )
+        },
+        "/readyz": {
+            "get": _op(
+                "readyz",
+                {"200": _json("The store is open and the timer runs.", _ref(bodies.Health))},
+                secured=False,
+                errors=("400", "421", "503"),
+            )
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "schedlog host",
+            "version": "1",
+            "description": "The schedlog host service over HTTP (docs/http-api.md).",
+        },
+        "servers": [{"url": "/"}],
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }

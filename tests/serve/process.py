@@ -1,0 +1,80 @@
+"""``schedlog host serve`` in a real subprocess on a free loopback port (tests, benchmarks)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RUNNER = "import sys\nfrom schedlog.cli.main import main\nsys.exit(main())\n"
+
+
+@dataclass
+class ServeProcess:
+    """A running server: its ``/v1`` URL, token, and the lines it printed."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    token: str
+    store: Path
+    stdout: list[str] = field(default_factory=list)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> tuple[int, str]:
+        """Send ``sig`` and wait; returns the exit code and stderr."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        _, stderr = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, stderr
+
+
+def start_serve(
+    store: Path,
+    args: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 30,
+) -> ServeProcess:
+    """Start ``schedlog host serve --store STORE --listen 127.0.0.1:0 ARGS`` and wait (at most
+    ``timeout`` s) for the URL it prints."""
+    command = [sys.executable, "-c", RUNNER, "host", "serve", "--store", str(store)]
+    proc = subprocess.Popen(
+        [*command, "--listen", "127.0.0.1:0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    printed: list[str] = []
+    while len(printed) < 2:
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            line = None
+        if line is None:
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+            raise RuntimeError(f"host serve did not start: {printed} {err}")
+        printed.append(line.rstrip("\n"))
+    url = printed[0].removeprefix("schedlog host serve: ")
+    token_source = printed[1].removeprefix("token: ")
+    token = (env or {}).get("SCHEDLOG_TOKEN") or Path(token_source).read_text().strip()
+    return ServeProcess(proc, url, token, store, printed)
