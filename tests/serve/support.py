@@ -121,7 +121,9 @@ class Api:
 
 
 @contextmanager
-def running_api(tmp_path: Path, *, max_event_clients: int = 4) -> Iterator[Api]:
+def running_api(
+    tmp_path: Path, *, max_event_clients: int = 4, cors_origins: tuple[str, ...] = ()
+) -> Iterator[Api]:
     clock = VirtualClock(T0)
     store = tmp_path / "store.db"
     sessions = tmp_path / "sessions"
@@ -140,6 +142,7 @@ def running_api(tmp_path: Path, *, max_event_clients: int = 4) -> Iterator[Api]:
         hosts=allowed_hosts("127.0.0.1", 8765),
         epoch=T0,
         max_event_clients=max_event_clients,
+        cors_origins=cors_origins,
     )
     loop = LoopThread()
     lifespan = app.router.lifespan_context(app)
