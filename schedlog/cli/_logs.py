@@ -217,13 +217,14 @@ def cmd_validate(args: argparse.Namespace, validate_store: StoreValidator | None
         if as_json:
             write_json_line(store_report, out)
         else:
+            where = store_report.get("path", args.store)  # a URL without its password
             if store_report.get("ok"):
-                out.write(f"OK    {args.store}  store, {store_report.get('tasks')} task(s)\n")
+                out.write(f"OK    {where}  store, {store_report.get('tasks')} task(s)\n")
             else:
                 error = store_report.get("error") or {}
-                out.write(
-                    f"FAIL  {args.store}  store: {error.get('code')}: {error.get('message')}\n"
-                )
+                out.write(f"FAIL  {where}  store: {error.get('code')}: {error.get('message')}\n")
+                for bad in store_report.get("invalidRecords", ()):
+                    out.write(f"      {where}  task {bad['id']!r}: {bad['message']}\n")
     files = list(_walk(args.logs))
     progress = _Progress(len(files), sys.stderr)
     rows: list[tuple[str, ...]] = [("RESULT", "PATH", "SESSION", "EVENTS", "ACTIVE", "NOTE")]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 from typing import TYPE_CHECKING, Any, Final
 
 from schedlog.cli._lazy import lazy_command
@@ -66,9 +67,25 @@ def _records(text: str) -> int:
         raise argparse.ArgumentTypeError("must be an integer from 1 through 10000") from exc
 
 
-def _store_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", required=True, help="task store path (.json: JSON document)")
-    parser.add_argument("--backend", choices=("sqlite", "json"), help="override the backend")
+def store_args(parser: argparse.ArgumentParser) -> None:
+    """``--store`` (default ``$SCHEDLOG_STORE``) and ``--backend``."""
+    default = os.environ.get("SCHEDLOG_STORE") or None
+    parser.add_argument(
+        "--store",
+        required=default is None,
+        default=default,
+        metavar="PATH|URL",
+        help=(
+            "task store: a file (.json: JSON document, else SQLite) or a postgresql:// URL "
+            "(default: $SCHEDLOG_STORE)"
+        ),
+    )
+    parser.add_argument(
+        "--backend", choices=("sqlite", "json", "postgresql"), help="override the backend"
+    )
+
+
+_store_args = store_args
 
 
 def _service_args(parser: argparse.ArgumentParser) -> None:

@@ -101,8 +101,12 @@ def register(
         ),
     )
     validate.add_argument("logs", nargs="*", metavar="LOG", help="session log files or folders")
-    validate.add_argument("--store", metavar="PATH", help="also validate this host task store")
-    validate.add_argument("--backend", choices=("sqlite", "json"), help="the store backend")
+    validate.add_argument(
+        "--store", metavar="PATH|URL", help="also validate this host task store (postgresql://…)"
+    )
+    validate.add_argument(
+        "--backend", choices=("sqlite", "json", "postgresql"), help="the store backend"
+    )
     validate.add_argument("--json", action="store_true", help="JSON Lines even on a terminal")
 
     def run_validate(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 # Registration is cheap: each *_cmd module is argparse wiring only, and a command imports its
 # implementation when it runs (``schedlog replay`` never loads asyncio or the host).
-from schedlog.cli import host_cmd, logs_cmd, rules_cmd, session_cmd
+from schedlog.cli import host_cmd, logs_cmd, rules_cmd, session_cmd, store_cmd
 
 __all__ = ["build_parser", "main"]
 
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     session_cmd.register(sub)
     session_cmd.register_tools(sub)
     host_cmd.register(sub)
+    store_cmd.register(sub)
     return parser
 
 

@@ -154,6 +154,8 @@ class HostCore:
             st = self.store.get(task_id)
             if st is not None:
                 out.append(st)
+            else:  # a row the store reported invalid (PostgreSQL): never delivered
+                self._unindex(task_id)
         return out
 
     def active_count(self) -> int:

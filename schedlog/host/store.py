@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal, NamedTuple, Protocol
+from typing import Final, Literal, NamedTuple, Protocol
 
 from schedlog.errors import StoreOpenError
 from schedlog.host.task import Task
@@ -28,7 +28,9 @@ __all__ = [
     "select_backend",
 ]
 
-Backend = Literal["sqlite", "json"]
+Backend = Literal["sqlite", "json", "postgresql"]
+#: URL schemes of the PostgreSQL backend (``--store postgresql://…``).
+POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
 FILE_MODE = 0o600
 
 
@@ -42,7 +44,7 @@ class StoredTask(NamedTuple):
 class StoreLockedError(StoreOpenError):
     """Another open service holds the store's lock (code ``store-locked``)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
         super().__init__("store-locked", f"schedule store {path} is open in another service")
 
 
@@ -57,7 +59,10 @@ class TaskStore(Protocol):
     :class:`StoreWriteError` and leaves the committed state as it was.
     """
 
-    path: Path
+    @property
+    def path(self) -> Path | str:
+        """Where the store is: a file, or a PostgreSQL URL without its password."""
+        ...
 
     def tasks(self) -> Iterator[StoredTask]:
         """Every task, in storage order."""
@@ -123,11 +128,26 @@ class StoreLock:
             self._fd = None
 
 
-def select_backend(path: Path, backend: Backend | None = None) -> Backend:
-    """``--backend`` when given; otherwise JSON for a ``.json`` path and SQLite for any other."""
+def select_backend(path: str | os.PathLike[str], backend: Backend | None = None) -> Backend:
+    """``--backend`` when given; otherwise PostgreSQL for a ``postgresql://`` URL, JSON for a
+    ``.json`` path and SQLite for any other."""
     if backend is not None:
         return backend
-    return "json" if path.name.endswith(".json") else "sqlite"
+    if isinstance(path, str) and path.startswith(POSTGRES_SCHEMES):
+        return "postgresql"
+    return "json" if Path(path).name.endswith(".json") else "sqlite"
+
+
+def _postgres_opener() -> Callable[[str], TaskStore]:
+    """``PostgresTaskStore.open``, or ``malformed-medium`` when psycopg is not installed."""
+    try:
+        from schedlog.host import store_postgres
+    except ImportError as exc:
+        raise StoreOpenError(
+            "malformed-medium",
+            f"the PostgreSQL backend needs psycopg ({exc}): pip install 'schedlog[postgres]'",
+        ) from None
+    return store_postgres.PostgresTaskStore.open
 
 
 def open_store(path: str | os.PathLike[str], backend: Backend | None = None) -> TaskStore:
@@ -139,7 +159,14 @@ def open_store(path: str | os.PathLike[str], backend: Backend | None = None) -> 
     from schedlog.host.store_json import JsonTaskStore
     from schedlog.host.store_sqlite import SqliteTaskStore
 
+    chosen = select_backend(path, backend)
+    if chosen == "postgresql":
+        if not (isinstance(path, str) and path.startswith(POSTGRES_SCHEMES)):
+            raise StoreOpenError(
+                "malformed-medium", f"a PostgreSQL store is a postgresql:// URL, not {path}"
+            )
+        return _postgres_opener()(path)
     p = Path(path)
-    if select_backend(p, backend) == "json":
+    if chosen == "json":
         return JsonTaskStore.open(p)
     return SqliteTaskStore.open(p)

@@ -156,17 +156,61 @@ def validate_store(path: str | os.PathLike[str], backend: Backend | None = None)
 
     Never modifies, creates or locks any file.
     """
+    chosen = select_backend(path, backend)
+    if chosen == "postgresql":
+        raise ValueError("a PostgreSQL store is validated with validate_store_report")
     p = Path(path)
-    if select_backend(p, backend) == "json":
+    if chosen == "json":
         return _validate_json(p)
     return _validate_sqlite(p)
 
 
+def _postgres_report(url: str) -> dict[str, Any]:
+    """The store report of a PostgreSQL store: every row is strict-decoded. Rows that do not
+    decode are listed (the first 100, by ``seq``) under ``invalidRecords``; the report's
+    ``error`` names the first and how many there are."""
+    try:
+        from schedlog.host.store_postgres import redact_url, validate_postgres
+    except ImportError as exc:
+        error = StoreOpenError(
+            "malformed-medium",
+            f"the PostgreSQL backend needs psycopg ({exc}): pip install 'schedlog[postgres]'",
+        )
+        return {"path": url, "kind": "store", "ok": False, "tasks": None, "error": error.to_value()}
+    where = redact_url(url)
+    try:
+        count, invalid, bad = validate_postgres(url)
+    except StoreOpenError as exc:
+        return {"path": where, "kind": "store", "ok": False, "tasks": None, "error": exc.to_value()}
+    if not bad:
+        return {"path": where, "kind": "store", "ok": True, "tasks": count}
+    first = invalid[0]
+    error = StoreOpenError(
+        "invalid-record",
+        f"task {first.id!r}: {first.message}"
+        + (f" (and {bad - 1} more invalid task(s))" if bad > 1 else ""),
+    )
+    return {
+        "path": where,
+        "kind": "store",
+        "ok": False,
+        "tasks": None,
+        "error": error.to_value(),
+        "invalidRecords": [{"id": r.id, "message": r.message} for r in invalid],
+    }
+
+
 def validate_store_report(path: str, backend: str | None) -> dict[str, Any]:
     """The SPEC §16.1 store report; the ``validate --store`` hook of :mod:`schedlog.cli`."""
-    if backend not in (None, "sqlite", "json"):
+    if backend not in (None, "sqlite", "json", "postgresql"):
         raise ValueError(f"unknown store backend {backend!r}")
-    chosen: Backend | None = "json" if backend == "json" else "sqlite" if backend else None
+    chosen: Backend | None = (
+        "json" if backend == "json" else "postgresql" if backend == "postgresql" else None
+    )
+    if backend == "sqlite":
+        chosen = "sqlite"
+    if select_backend(path, chosen) == "postgresql":
+        return _postgres_report(path)
     try:
         count = validate_store(path, chosen)
     except StoreOpenError as exc:

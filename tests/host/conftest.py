@@ -1,4 +1,8 @@
-"""Fixtures for the host tests: a store on each backend (the contract suite's parameter)."""
+"""Fixtures for the host tests: a store on each backend (the contract suite's parameter).
+
+The ``postgresql`` parameter runs on a fresh database per test module (tests/pg.py), reset and
+migrated before each test; it skips with a message when no server is reachable (not under CI).
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,36 @@ from pathlib import Path
 import pytest
 
 from schedlog.host.store import TaskStore, open_store
+from tests import pg
 
-BACKENDS = ("sqlite", "json")
+BACKENDS = ("sqlite", "json", "postgresql")
+#: The current module's PostgreSQL database (set by the ``backend`` fixture).
+_PG: dict[str, str] = {}
+#: Contract items about files, which a database store has none of.
+FILE_ONLY = frozenset({"test_files_are_owner_only"})
 
 
-def store_path(tmp_path: Path, backend: str) -> Path:
+def store_path(tmp_path: Path, backend: str) -> Path | str:
+    if backend == "postgresql":
+        return _PG["url"]
     return tmp_path / ("schedule.json" if backend == "json" else "schedule.db")
+
+
+@pytest.fixture(scope="module")
+def pg_database() -> Iterator[str]:
+    yield from pg.fresh_database()
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+    name = str(request.param)
+    if name == "postgresql":
+        if request.node.originalname in FILE_ONLY:
+            pytest.skip("a PostgreSQL store has no files")
+        url = str(request.getfixturevalue("pg_database"))
+        pg.reset(url)
+        _PG["url"] = url
+    return name
 
 
 @pytest.fixture

@@ -14,8 +14,10 @@ from schedlog.host.config import Retention
 from schedlog.host.history import append_delivery
 from schedlog.host.service import HostCore
 from schedlog.host.store import StoreLockedError, StoreWriteError, TaskStore, open_store
-from schedlog.host.task import Receipt
+from schedlog.host.task import Receipt, decode_task
 from schedlog.rules.instants import MAX_MS
+from schedlog.rules.text import loads_strict
+from tests import pg
 from tests.host.conftest import store_path
 from tests.host.helpers import T0, MemorySessions, task
 
@@ -188,7 +190,7 @@ _RAW_BODIES = {
 }
 
 
-def write_raw_store(path: Path, backend: str) -> None:
+def write_raw_store(path: Path | str, backend: str) -> None:
     bodies = {}
     for n, (key, template) in enumerate(_RAW_BODIES.items()):
         at = _AT[:-1] if key == "at-value" else _AT.replace("09:", f"{n:02d}:")
@@ -199,6 +201,16 @@ def write_raw_store(path: Path, backend: str) -> None:
             '{"unit":{"name":"schedule","version":1},"global":null,"tables":{"tasks":{'
             + tasks
             + "}}}"
+        )
+        return
+    if backend == "postgresql":  # the engine columns as a writer derives them from the body
+        decoded = {key: decode_task(key, loads_strict(body)) for key, body in bodies.items()}
+        pg.insert_raw(
+            str(path),
+            [
+                (key, "s", t.effective_status, t.record.scheduled_at, bodies[key])
+                for key, t in decoded.items()
+            ],
         )
         return
     open_store(path).close()

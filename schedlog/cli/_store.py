@@ -1,0 +1,46 @@
+"""The implementation of ``schedlog store`` (:mod:`schedlog.cli.store_cmd` holds the wiring)."""
+
+from __future__ import annotations
+
+import argparse
+
+from schedlog.cli.common import write_json_line
+from schedlog.errors import StoreOpenError
+from schedlog.host.store import select_backend
+
+__all__ = ["cmd_store_migrate"]
+
+
+def cmd_store_migrate(args: argparse.Namespace) -> int:
+    """Print ``{"store","from","to","applied"}``; a file store reports that it needs none."""
+    if select_backend(args.store, args.backend) != "postgresql":
+        write_json_line({"store": args.store, "from": 1, "to": 1, "applied": []})
+        return 0
+    try:
+        from schedlog.host.pg_schema import SCHEMA_VERSION
+        from schedlog.host.store_postgres import migrate
+    except ImportError as exc:
+        error = StoreOpenError(
+            "malformed-medium",
+            f"the PostgreSQL backend needs psycopg ({exc}): pip install 'schedlog[postgres]'",
+        )
+        write_json_line({"error": error.to_value()})
+        return 1
+    target = SCHEMA_VERSION if args.to is None else args.to
+    if not 0 <= target <= SCHEMA_VERSION:
+        write_json_line(
+            {
+                "error": {
+                    "code": "invalid_request",
+                    "message": f"--to must be from 0 through {SCHEMA_VERSION}, not {target}",
+                }
+            }
+        )
+        return 2
+    try:
+        result = migrate(args.store, target)
+    except StoreOpenError as exc:
+        write_json_line({"error": exc.to_value()})
+        return 1
+    write_json_line(result)
+    return 0

@@ -1,0 +1,81 @@
+"""The PostgreSQL store's schema: numbered forward migrations and the version they leave.
+
+``schedlog store migrate --store postgresql://…`` applies the missing migrations, each in its
+own transaction under a transaction-level advisory lock, so two concurrent ``migrate`` commands
+apply each step once. A host never migrates: it refuses a database whose schema version is not
+:data:`SCHEMA_VERSION` with ``version-mismatch`` (see docs/decisions.md, "PostgreSQL store").
+
+The task body is kept as the exact JSON text the writer produced (``text``, not ``jsonb``, which
+would normalize it) and is strict-decoded on every read. The other columns are what the engine
+queries; they are derived from the body by the writer, checked by CHECK constraints as far as SQL
+can, and compared with the decoded body on read.
+"""
+
+from __future__ import annotations
+
+from typing import Final, NamedTuple
+
+from schedlog.rules.instants import MAX_MS, MIN_MS
+
+__all__ = [
+    "MIGRATIONS",
+    "MIGRATION_LOCK",
+    "NOTIFY_CHANNEL",
+    "SCHEMA_VERSION",
+    "STORE_LOCK",
+    "Migration",
+]
+
+#: ``pg_advisory_xact_lock`` key serializing ``migrate`` runs ("schedlog" + 1).
+MIGRATION_LOCK: Final = 0x5C4ED1_0001
+#: ``pg_try_advisory_lock`` key of the one service that owns a store (single-host mode).
+STORE_LOCK: Final = 0x5C4ED1_0002
+#: The channel every committed task write notifies.
+NOTIFY_CHANNEL: Final = "schedlog_changed"
+
+
+class Migration(NamedTuple):
+    version: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: Final = (
+    Migration(
+        1,
+        "tasks",
+        f"""
+CREATE TABLE schedlog_tasks (
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id text NOT NULL UNIQUE CHECK (id <> ''),
+  session_id text NOT NULL CHECK (session_id <> ''),
+  status text NOT NULL CHECK (status IN ('active', 'inactive')),
+  next_at bigint NOT NULL CHECK (next_at BETWEEN {MIN_MS} AND {MAX_MS}),
+  version bigint NOT NULL DEFAULT 1 CHECK (version >= 1),
+  body text NOT NULL CHECK (left(body, 1) = '{{' AND right(body, 1) = '}}')
+);
+CREATE INDEX schedlog_tasks_due ON schedlog_tasks (next_at, seq) WHERE status = 'active';
+CREATE INDEX schedlog_tasks_session ON schedlog_tasks (session_id, seq);
+""",
+    ),
+    Migration(
+        2,
+        "leases and change notifications",
+        f"""
+ALTER TABLE schedlog_tasks
+  ADD COLUMN lease_owner text CHECK (lease_owner <> ''),
+  ADD COLUMN lease_until timestamptz,
+  ADD CONSTRAINT schedlog_tasks_lease_pair CHECK ((lease_owner IS NULL) = (lease_until IS NULL));
+CREATE INDEX schedlog_tasks_leased ON schedlog_tasks (lease_until) WHERE lease_owner IS NOT NULL;
+CREATE FUNCTION schedlog_notify_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('{NOTIFY_CHANNEL}', '');
+  RETURN NULL;
+END $$;
+CREATE TRIGGER schedlog_tasks_changed AFTER INSERT OR UPDATE OR DELETE ON schedlog_tasks
+  FOR EACH STATEMENT EXECUTE FUNCTION schedlog_notify_changed();
+""",
+    ),
+)
+
+SCHEMA_VERSION: Final = MIGRATIONS[-1].version
