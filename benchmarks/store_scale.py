@@ -63,10 +63,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from schedlog.eventlog.followups import Member
+from schedlog.host.backends import Backend, open_store
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Group
 from schedlog.host.service import HostCore, new_task_id
-from schedlog.host.store import Backend, open_store
 from schedlog.host.store_json import dumps_document
 from schedlog.host.task import Task, new_task
 from schedlog.rules.instants import format_instant

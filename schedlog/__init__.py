@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from schedlog.eventlog import (
         Header,
         LogEvent,
-        SessionLog,
         decode_change,
         fork_log,
         message_id,
@@ -24,11 +23,13 @@ if TYPE_CHECKING:
     )
     from schedlog.fold import FoldState, fold, next_schedule_id
     from schedlog.framing import batch_framing, single_framing
+    from schedlog.host.backends import open_store
     from schedlog.host.service import HostService
     from schedlog.host.sessions import SessionsDirectory
-    from schedlog.host.store import TaskStore, open_store
+    from schedlog.host.store import TaskStore
     from schedlog.host.tools import HostTools
     from schedlog.invariant import check
+    from schedlog.invariant.appender import LogAppender
     from schedlog.rules.at import parse_at
     from schedlog.rules.cron import canonical_cron, parse_cron
     from schedlog.rules.decide import Decision, decide
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         Clock,
         FileSession,
         SessionEngine,
+        SessionLog,
         SystemClock,
         VirtualClock,
     )
@@ -60,10 +62,11 @@ _LAZY: dict[str, str] = {
     "Header": "schedlog.eventlog",
     "HostService": "schedlog.host.service",
     "HostTools": "schedlog.host.tools",
+    "LogAppender": "schedlog.invariant.appender",
     "LogEvent": "schedlog.eventlog",
     "Record": "schedlog.rules.record",
     "SessionEngine": "schedlog.runtime",
-    "SessionLog": "schedlog.eventlog",
+    "SessionLog": "schedlog.runtime",
     "SessionsDirectory": "schedlog.host.sessions",
     "SystemClock": "schedlog.runtime",
     "TaskStore": "schedlog.host.store",
@@ -84,7 +87,7 @@ _LAZY: dict[str, str] = {
     "format_instant": "schedlog.rules.instants",
     "message_id": "schedlog.eventlog",
     "next_schedule_id": "schedlog.fold",
-    "open_store": "schedlog.host.store",
+    "open_store": "schedlog.host.backends",
     "parse_at": "schedlog.rules.at",
     "parse_canonical_instant": "schedlog.rules.instants",
     "parse_cron": "schedlog.rules.cron",
@@ -103,6 +106,7 @@ __all__ = [
     "Header",
     "HostService",
     "HostTools",
+    "LogAppender",
     "LogEvent",
     "Record",
     "ScheduleError",

@@ -25,7 +25,7 @@ ENV: Final = "SCHEDLOG_CRASHPOINT"
 #: Every call site, for the harness and for documentation.
 NAMES: Final = frozenset(
     {
-        # schedlog/eventlog/session_log.py
+        # schedlog/invariant/appender.py
         "eventlog.mid_line",  # half of a line written, then death (a torn tail)
         "eventlog.before_barrier",  # lines appended, fsync not yet run
         # schedlog/runtime/delivery.py

@@ -6,12 +6,19 @@ names the offending field. Callers branch on ``code``; messages are recommendati
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = [
+    "INTERNAL_MESSAGE",
     "CorruptScheduleError",
     "ScheduleError",
     "ScheduleInputError",
     "StoreOpenError",
 ]
+
+
+#: The message of every ``internal_error`` value: an unexpected failure is never described.
+INTERNAL_MESSAGE: Final = "The schedule operation failed."
 
 
 class ScheduleError(Exception):

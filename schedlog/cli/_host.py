@@ -19,8 +19,8 @@ import sys
 from collections.abc import Coroutine, Iterable
 from typing import Any, TextIO, TypeVar
 
+from schedlog.absent import ABSENT
 from schedlog.cli.common import (
-    ABSENT,
     configure_diagnostics,
     parse_request_instant,
     require,
@@ -28,12 +28,13 @@ from schedlog.cli.common import (
     write_json_line,
 )
 from schedlog.errors import StoreOpenError
+from schedlog.host.backends import Backend, open_store
 from schedlog.host.config import Retention
 from schedlog.host.endpoint import with_serve_hint
 from schedlog.host.remote import REMOTE_OPERATIONS, call_remote
 from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
-from schedlog.host.store import Backend, TaskStore, open_store
+from schedlog.host.store import TaskStore
 from schedlog.host.tools import TOOL_NAMES, HostTools
 
 __all__ = [

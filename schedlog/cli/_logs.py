@@ -1,7 +1,8 @@
 """The implementation of ``schedlog validate``, ``replay`` and ``repair`` (SPEC §16).
 
 :mod:`schedlog.cli.logs_cmd` holds only the argparse wiring and imports this module when one of
-its commands runs.
+its commands runs; it passes in the function that reads a log (``read_log``), so this module never
+imports the command module back.
 
 These commands never deliver reminders. ``validate`` and ``replay`` only read; ``repair`` only
 truncates a torn tail, and never touches a log with a corrupt complete line. Output is the
@@ -16,36 +17,51 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 import msgspec
 
-from schedlog.cli import logs_cmd
 from schedlog.cli.common import InvalidRequest, parse_request_instant, write_json_line
-from schedlog.cli.logs_cmd import StoreValidator
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import LogContents
+from schedlog.eventlog.reader import read_log as _read_log
 from schedlog.fold.state import FoldState
 from schedlog.invariant.logs import validate_log
+from schedlog.protocols import SESSION_LOCAL
 from schedlog.rules.instants import format_instant, is_representable
 
 __all__ = [
     "PROGRESS_THRESHOLD",
     "LogCheck",
+    "LogReader",
+    "StoreValidator",
     "check_session_log",
     "cmd_repair",
     "cmd_replay",
     "cmd_validate",
     "parse_at",
+    "read_summary",
     "replay_report",
     "validate_report",
 ]
 
 #: More files than this and ``validate`` reports its progress on stderr.
 PROGRESS_THRESHOLD: Final = 20
-DELIVERY_MODE: Final = "session-local"
+
+#: The ``--store`` hook: ``(path, backend or None) -> the SPEC §16.1 store report``
+#: (``{"path","kind":"store","ok","tasks","error"?}``). The host work supplies it through
+#: :func:`schedlog.cli.logs_cmd.register`; until then ``--store`` is a usage error.
+StoreValidator = Callable[[str, str | None], dict[str, Any]]
+#: Reads one session log for the commands: ``path -> LogContents`` (``OSError`` when it cannot).
+LogReader = Callable[[str], LogContents]
+
+
+def read_summary(path: str) -> LogContents:
+    """A summary read (:func:`schedlog.eventlog.reader.read_log` with ``keep_events=False``):
+    the commands only report and fold, so only the ``schedule/change`` events are kept."""
+    return _read_log(path, keep_events=False)
 
 
 # --- checking one log -------------------------------------------------------------------------
@@ -65,8 +81,9 @@ class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
         return self.state is not None
 
 
-def check_session_log(path: str) -> LogCheck:
-    """Read ``path`` (a summary read) and fold its owned suffix, without modifying it.
+def check_session_log(path: str, read_log: LogReader = read_summary) -> LogCheck:
+    """Read ``path`` with ``read_log`` (the commands pass a summary read) and fold its owned
+    suffix, without modifying it.
 
     The cyclic garbage collector stays paused for the read and the fold: both only build
     acyclic values that all survive, which it would otherwise traverse again and again.
@@ -74,15 +91,15 @@ def check_session_log(path: str) -> LogCheck:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check(path)
+        return _check(path, read_log)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _check(path: str) -> LogCheck:
+def _check(path: str, read_log: LogReader) -> LogCheck:
     try:
-        contents = logs_cmd.read_log(path)  # through the command module: a seam for tests
+        contents = read_log(path)
     except OSError as exc:
         return LogCheck(path=path, read_error=f"cannot read {path}: {exc.strerror or exc}")
     try:
@@ -197,7 +214,9 @@ class _Progress:
             )
 
 
-def cmd_validate(args: argparse.Namespace, validate_store: StoreValidator | None) -> int:
+def cmd_validate(
+    args: argparse.Namespace, validate_store: StoreValidator | None, read_log: LogReader
+) -> int:
     out: TextIO = sys.stdout
     if not args.logs and args.store is None:
         return _usage_error(args, "give at least one LOG (file or directory) or --store")
@@ -229,7 +248,7 @@ def cmd_validate(args: argparse.Namespace, validate_store: StoreValidator | None
     progress = _Progress(len(files), sys.stderr)
     rows: list[tuple[str, ...]] = [("RESULT", "PATH", "SESSION", "EVENTS", "ACTIVE", "NOTE")]
     for done, name in enumerate(files, start=1):
-        check = check_session_log(name)
+        check = check_session_log(name, read_log)
         failed = failed or not check.ok
         if as_json:
             write_json_line(validate_report(check), out)
@@ -264,7 +283,7 @@ def _human_validate_row(check: LogCheck) -> tuple[str, ...]:
 # --- replay -----------------------------------------------------------------------------------
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
+def cmd_replay(args: argparse.Namespace, read_log: LogReader) -> int:
     out: TextIO = sys.stdout
     at: int | None = None
     if args.at is not None:
@@ -274,7 +293,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             return _usage_error(args, exc.message)
     if not os.path.exists(args.log):
         return _usage_error(args, f"no such file: {args.log}")
-    check = check_session_log(args.log)
+    check = check_session_log(args.log, read_log)
     if _wants_json(args, out):
         write_json_line(replay_report(check, at), out)
         return 0 if check.ok else 1
@@ -293,7 +312,7 @@ def replay_report(check: LogCheck, at: int | None) -> dict[str, Any]:
         return {"error": _error_value(check)}
     assert check.state is not None and check.contents is not None
     header = check.contents.header
-    active = [r.to_json() if at is None else r.view(at, DELIVERY_MODE) for r in check.state.active]
+    active = [r.to_json() if at is None else r.view(at, SESSION_LOCAL) for r in check.state.active]
     return {
         "sessionId": header.session_id if header is not None else None,
         "seedLength": header.seed_length if header is not None else 0,
@@ -344,11 +363,11 @@ def _truncate_torn_tail(path: str, contents: LogContents) -> None:
         os.close(fd)
 
 
-def cmd_repair(args: argparse.Namespace) -> int:
+def cmd_repair(args: argparse.Namespace, read_log: LogReader) -> int:
     out: TextIO = sys.stdout
     if not os.path.exists(args.log):
         return _usage_error(args, f"no such file: {args.log}")
-    check = check_session_log(args.log)
+    check = check_session_log(args.log, read_log)
     as_json = _wants_json(args, out)
     torn = len(check.contents.torn_tail) if check.contents is not None else 0
     report: dict[str, Any] = {"path": args.log, "tornTail": torn > 0, "truncatedBytes": 0}

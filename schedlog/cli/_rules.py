@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
+from schedlog.absent import ABSENT
 from schedlog.cli.common import (
-    ABSENT,
     InvalidRequest,
     parse_request_instant,
     require,
@@ -38,7 +38,6 @@ from schedlog.rules.records import (
     record_from_json,
 )
 from schedlog.rules.text import JSONSyntaxError, is_trimmed, loads_strict
-from schedlog.rules.update import ABSENT as ABSENT_UPDATE
 from schedlog.rules.update import resolve_update
 from schedlog.rules.zones import check_time_zone, get_zone
 
@@ -152,11 +151,11 @@ def _op_update(req: dict[str, Any]) -> Any:
     current = decode_host_record(req["current"])
     result = resolve_update(
         current,
-        req.get("expected", ABSENT_UPDATE),
+        req.get("expected", ABSENT),
         now,
-        change=req.get("change", ABSENT_UPDATE),
-        title=req.get("title", ABSENT_UPDATE),
-        prompt=req.get("prompt", ABSENT_UPDATE),
+        change=req.get("change", ABSENT),
+        title=req.get("title", ABSENT),
+        prompt=req.get("prompt", ABSENT),
     )
     return result.to_json()
 

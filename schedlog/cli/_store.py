@@ -6,7 +6,7 @@ import argparse
 
 from schedlog.cli.common import write_json_line
 from schedlog.errors import StoreOpenError
-from schedlog.host.store import select_backend
+from schedlog.host.backends import select_backend
 
 __all__ = ["cmd_store_migrate"]
 

@@ -7,12 +7,11 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TextIO
 
-from schedlog.errors import ScheduleError
+from schedlog.errors import INTERNAL_MESSAGE, ScheduleError
 from schedlog.rules.instants import DAY_MS, days_from_civil, days_in_month
 from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
 
 __all__ = [
-    "ABSENT",
     "InvalidRequest",
     "configure_diagnostics",
     "parse_request_instant",
@@ -20,8 +19,6 @@ __all__ = [
     "write_json_line",
 ]
 
-ABSENT: Final = object()
-INTERNAL_MESSAGE: Final = "The schedule operation failed."
 #: The longest request line answered, in characters without the newline (16 Mi). A longer line
 #: gets ``invalid_request`` and, read from a stream, is never held in memory whole.
 MAX_REQUEST_CHARS: Final = 16 * 1024 * 1024
@@ -127,9 +124,7 @@ def run_batch(
             result = {"error": exc.to_value()}
         except Exception as exc:  # pragma: no cover - defensive, logged for the operator
             print(js_dumps({"event": "batch.internal_error", "error": repr(exc)}), file=sys.stderr)
-            result = {
-                "error": {"code": "internal_error", "message": "The schedule operation failed."}
-            }
+            result = {"error": {"code": "internal_error", "message": INTERNAL_MESSAGE}}
         write_json_line(result, out)
 
 

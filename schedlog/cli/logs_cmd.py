@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
-
-from schedlog.cli._lazy import lazy_command
 
 if TYPE_CHECKING:
     from schedlog.cli._logs import (
         PROGRESS_THRESHOLD,
         LogCheck,
+        StoreValidator,
         check_session_log,
         parse_at,
         replay_report,
@@ -41,15 +39,11 @@ __all__ = [
     "validate_report",
 ]
 
-#: The ``--store`` hook: ``(path, backend or None) -> the SPEC §16.1 store report``
-#: (``{"path","kind":"store","ok","tasks","error"?}``). The host work supplies it through
-#: :func:`register`; until then ``--store`` is a usage error.
-StoreValidator = Callable[[str, str | None], dict[str, Any]]
-
 _LAZY: Final = frozenset(
     {
         "PROGRESS_THRESHOLD",
         "LogCheck",
+        "StoreValidator",
         "check_session_log",
         "parse_at",
         "replay_report",
@@ -66,16 +60,27 @@ def __getattr__(name: str) -> Any:
 
 
 def read_log(path: str) -> LogContents:
-    """A summary read (:func:`schedlog.eventlog.reader.read_log` with ``keep_events=False``),
-    imported on first use; the commands read every log through this name. They only report
-    and fold, so only the ``schedule/change`` events are kept."""
-    from schedlog.eventlog.reader import read_log as read
+    """The commands read every log through this name: a summary read
+    (:func:`schedlog.cli._logs.read_summary`), imported on first use."""
+    from schedlog.cli._logs import read_summary
 
-    return read(path, keep_events=False)
+    return read_summary(path)
 
 
-_cmd_replay = lazy_command("schedlog.cli._logs", "cmd_replay")
-_cmd_repair = lazy_command("schedlog.cli._logs", "cmd_repair")
+# Each command imports its implementation when it runs and hands it ``read_log`` (looked up
+# here at call time, so tests can replace it): the implementation never imports this module.
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from schedlog.cli._logs import cmd_replay
+
+    return cmd_replay(args, read_log)
+
+
+def _cmd_repair(args: argparse.Namespace) -> int:
+    from schedlog.cli._logs import cmd_repair
+
+    return cmd_repair(args, read_log)
 
 
 # --- registration -----------------------------------------------------------------------------
@@ -112,7 +117,7 @@ def register(
     def run_validate(args: argparse.Namespace) -> int:
         from schedlog.cli._logs import cmd_validate
 
-        return cmd_validate(args, validate_store)
+        return cmd_validate(args, validate_store, read_log)
 
     validate.set_defaults(func=run_validate, logs_parser=validate)
 

@@ -4,8 +4,8 @@
 the real clock and prints each delivery as it happens.
 
 Only the argparse wiring lives here: each command imports its implementation
-(:mod:`schedlog.cli._session`, the tool catalogs) when it runs, so registering the commands
-costs no asyncio, runtime or catalog import. ``configure_diagnostics``, ``run_live_session``
+(:mod:`schedlog.cli._session`, the tool schemas) when it runs, so registering the commands
+costs no asyncio, runtime or tool-schema import. ``configure_diagnostics``, ``run_live_session``
 and ``session_batch_handlers`` are still importable from here; they load on first use.
 """
 
@@ -90,11 +90,11 @@ def register(subparsers: Any) -> None:
     run.set_defaults(func=_run_main)
 
 
-#: protocol -> the module whose ``catalog()`` (JSON value) and ``catalog_markdown()`` describe
-#: its tools; imported only by ``tools catalog``.
-_CATALOGS: Final[dict[str, str]] = {
-    "session-local": "schedlog.runtime.catalog",
-    "host": "schedlog.host.catalog",
+#: protocol -> the module whose ``tool_schemas()`` (JSON value) and ``tool_schemas_markdown()``
+#: describe its tools; imported only by ``tools catalog`` (the command keeps its name).
+_TOOL_SCHEMAS: Final[dict[str, str]] = {
+    "session-local": "schedlog.runtime.tool_schemas",
+    "host": "schedlog.host.tool_schemas",
 }
 
 
@@ -106,21 +106,21 @@ def register_tools(subparsers: Any) -> None:
         "catalog",
         help="print tool descriptions with JSON Schemas of parameters and results",
     )
-    catalog_parser.add_argument("--protocol", required=True, choices=list(_CATALOGS))
+    catalog_parser.add_argument("--protocol", required=True, choices=list(_TOOL_SCHEMAS))
     catalog_parser.add_argument("--format", choices=["json", "markdown"], default="json")
-    catalog_parser.set_defaults(func=_catalog_main)
+    catalog_parser.set_defaults(func=_tool_schemas_main)
 
 
-def _catalog_main(args: argparse.Namespace) -> int:
+def _tool_schemas_main(args: argparse.Namespace) -> int:
     import sys
 
     from schedlog.cli.common import write_json_line
 
-    catalog = importlib.import_module(_CATALOGS[args.protocol])
+    schemas = importlib.import_module(_TOOL_SCHEMAS[args.protocol])
     if args.format == "markdown":
-        sys.stdout.write(catalog.catalog_markdown())
+        sys.stdout.write(schemas.tool_schemas_markdown())
     else:
-        write_json_line(catalog.catalog())
+        write_json_line(schemas.tool_schemas())
     return 0
 
 

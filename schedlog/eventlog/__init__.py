@@ -1,4 +1,6 @@
-"""Session log files (SPEC §9): header, envelopes, strict decoding, reading, appending, forks.
+"""Session log files (SPEC §9): header, envelopes, strict decoding, reading, forks.
+
+Appending, which the replay invariant guards, is :class:`schedlog.invariant.appender.LogAppender`.
 
 The names below load lazily: importing one submodule (the reader, say) costs only that module.
 """
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
     from schedlog.eventlog.fork import fork_log
     from schedlog.eventlog.header import Header, decode_header
     from schedlog.eventlog.reader import LogContents, LogCorruption, parse_log, read_log
-    from schedlog.eventlog.session_log import SessionLog
 
 __all__ = [
     "FOLLOWUP_TYPE",
@@ -50,7 +51,6 @@ __all__ = [
     "LogCorruption",
     "LogEvent",
     "Member",
-    "SessionLog",
     "build_followup",
     "change_to_json",
     "decode_change",
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 #: name -> its module. Loaded on first use (PEP 562), so reading a log (``eventlog.reader``)
-#: does not import the appender and its logging, nor the follow-up helpers.
+#: does not import the follow-up helpers.
 _LAZY: dict[str, str] = {
     "Change": "schedlog.eventlog.changes",
     "CreateChange": "schedlog.eventlog.changes",
@@ -93,7 +93,6 @@ _LAZY: dict[str, str] = {
     "LogCorruption": "schedlog.eventlog.reader",
     "parse_log": "schedlog.eventlog.reader",
     "read_log": "schedlog.eventlog.reader",
-    "SessionLog": "schedlog.eventlog.session_log",
 }
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
 from schedlog.eventlog.events import FOLLOWUP_TYPE, LogEvent
+from schedlog.protocols import ProtocolName
 from schedlog.rules.instants import format_instant, parse_canonical_instant
 from schedlog.rules.text import js_dumps
 
@@ -28,8 +29,6 @@ HOST_SOURCE: Final = {"kind": "schedule"}
 _DATA_KEYS: Final = frozenset({"messageId", "role", "source", "text", "reminders", "createdAt"})
 _MEMBER_KEYS: Final = frozenset({"id", "occurrenceAt"})
 
-Protocol = Literal["session-local", "host"]
-
 
 class Member(NamedTuple):
     """One reminder occurrence (SPEC §12.1): the record id and the occurrence in epoch ms.
@@ -48,7 +47,7 @@ class Followup(msgspec.Struct, frozen=True, kw_only=True):
     """A well-formed ``message/followup`` payload (instants in epoch ms)."""
 
     message_id: str
-    source: Protocol
+    source: ProtocolName
     text: str
     reminders: tuple[Member, ...]
     created_at: int
@@ -80,7 +79,7 @@ def build_followup(
     text: str,
     created_at: int,
     *,
-    protocol: Protocol = "session-local",
+    protocol: ProtocolName = "session-local",
 ) -> dict[str, Any]:
     """The ``message/followup`` event for one delivery (SPEC §9.5), keys in SPEC order.
 
@@ -111,7 +110,7 @@ def parse_followup(data: object) -> Followup | None:
     if type(mid) is not str or not mid or type(text) is not str or data["role"] != "user":
         return None
     if source == SESSION_LOCAL_SOURCE:
-        protocol: Protocol = "session-local"
+        protocol: ProtocolName = "session-local"
     elif source == HOST_SOURCE:
         protocol = "host"
     else:

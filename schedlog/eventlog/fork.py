@@ -8,7 +8,7 @@ import secrets
 from schedlog.eventlog.events import encode_line
 from schedlog.eventlog.header import Header
 from schedlog.eventlog.reader import read_log
-from schedlog.eventlog.session_log import FILE_MODE, fsync_directory
+from schedlog.files import FILE_MODE, fsync_directory
 from schedlog.rules.text import json_int
 
 __all__ = ["fork_log"]

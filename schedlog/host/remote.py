@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from schedlog.absent import ABSENT
 from schedlog.errors import ScheduleInputError
 from schedlog.host.history import check_limit
 from schedlog.host.service import HostService
-from schedlog.rules.update import ABSENT
 
 __all__ = ["REMOTE_OPERATIONS", "call_remote"]
 

@@ -19,9 +19,10 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 import structlog
-from sortedcontainers import SortedList  # type: ignore[import-untyped]
+from sortedcontainers import SortedList
 
 from schedlog._crashpoints import crashpoint
+from schedlog.absent import ABSENT
 from schedlog.errors import ScheduleError
 from schedlog.eventlog.followups import Member, build_followup
 from schedlog.framing import FramedReminder, batch_framing, single_framing
@@ -35,12 +36,12 @@ from schedlog.host.task import Task, catalog_entry, new_task
 from schedlog.rules.decide import Decision
 from schedlog.rules.record import Record
 from schedlog.rules.records import build_host_record, validate_host_create_args
-from schedlog.rules.update import ABSENT, UpdateResult, resolve_update
+from schedlog.rules.update import UpdateResult, resolve_update
+from schedlog.runtime.clock import MAX_WAIT_MS
 from schedlog.runtime.interfaces import Clock
 
 __all__ = [
     "CHANGED",
-    "MAX_WAIT_MS",
     "Clock",
     "GroupFailed",
     "HostCore",
@@ -50,7 +51,6 @@ __all__ = [
 ]
 
 CHANGED: Final = "schedule/changed"
-MAX_WAIT_MS: Final = 2_147_483_647
 MSG_BARRIER: Final = "Session persistence did not acknowledge the reminder"
 MSG_STOPPING: Final = "Schedule service is stopping"
 MSG_SESSION_ID: Final = "A schedule task needs a non-empty session id"
@@ -95,7 +95,7 @@ class HostCore:
         self._keys: dict[str, tuple[int, int, str]] = {
             key[2]: key for key in store.active_targets()
         }
-        self._index: Any = SortedList(self._keys.values())
+        self._index: SortedList[tuple[int, int, str]] = SortedList(self._keys.values())
         self._listeners: list[Callable[[str], None]] = []
         self._change_listeners: list[ChangeListener] = []
         self.drive_requested: Callable[[], None] = lambda: None
@@ -148,7 +148,9 @@ class HostCore:
     def due(self, now: int, excluded: Iterable[str] = ()) -> list[StoredTask]:
         """Active tasks with ``scheduledAt <= now`` not in ``excluded``, in storage order."""
         skip = set(excluded)
-        keys = [k for k in self._index.irange(maximum=(now, float("inf"), "")) if k[2] not in skip]
+        # Every key whose target is at most now sorts below (now + 1, any seq, any id).
+        below = self._index.irange(maximum=(now + 1, -(2**63), ""), inclusive=(True, False))
+        keys = [k for k in below if k[2] not in skip]
         out: list[StoredTask] = []
         for _target, _seq, task_id in sorted(keys, key=lambda k: k[1]):
             st = self.store.get(task_id)

@@ -14,7 +14,7 @@ from typing import Any, Final, Protocol
 
 from schedlog.eventlog.followups import Member
 from schedlog.eventlog.reader import read_log
-from schedlog.eventlog.session_log import SessionLog
+from schedlog.invariant.appender import LogAppender
 from schedlog.invariant.logs import validate_log
 
 __all__ = [
@@ -89,7 +89,7 @@ class SessionsDirectory:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
-        self._open: dict[str, SessionLog] = {}
+        self._open: dict[str, LogAppender] = {}
 
     def path_of(self, session_id: str) -> Path:
         """``DIR/<enc(S)>.jsonl``, always a plain name inside ``DIR`` (``enc`` leaves no ``/``,
@@ -103,13 +103,13 @@ class SessionsDirectory:
             )
         return self.directory / name
 
-    def resolve(self, session_id: str) -> SessionLog:
+    def resolve(self, session_id: str) -> LogAppender:
         log = self._open.get(session_id)
         if log is None or log.closed:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             # Only line-level validity: the host never folds a session's legacy schedule events
             # to deliver into it; unreadable ones only earn a warning (SPEC §11.13).
-            log = SessionLog.open(
+            log = LogAppender.open(
                 self.path_of(session_id), session_id=session_id, fold_schedule=False
             )
             self._open[session_id] = log

@@ -1,4 +1,7 @@
-"""The host task store interface (SPEC §11.2, §11.3), backend selection and the store lock.
+"""The host task store interface (SPEC §11.2, §11.3) and the store lock.
+
+A leaf: the backends import it, it imports no backend. Choosing and opening a backend is
+:mod:`schedlog.host.backends`.
 
 Both backends validate the whole store when opened and refuse with
 :class:`~schedlog.errors.StoreOpenError` (``malformed-medium``, ``version-mismatch``,
@@ -10,28 +13,21 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Final, Literal, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from schedlog.errors import StoreOpenError
+from schedlog.files import FILE_MODE
 from schedlog.host.task import Task
 
 __all__ = [
-    "Backend",
     "StoreLock",
     "StoreLockedError",
     "StoreWriteError",
     "StoredTask",
     "TaskStore",
-    "open_store",
-    "select_backend",
 ]
-
-Backend = Literal["sqlite", "json", "postgresql"]
-#: URL schemes of the PostgreSQL backend (``--store postgresql://…``).
-POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
-FILE_MODE = 0o600
 
 
 class StoredTask(NamedTuple):
@@ -126,47 +122,3 @@ class StoreLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
-
-
-def select_backend(path: str | os.PathLike[str], backend: Backend | None = None) -> Backend:
-    """``--backend`` when given; otherwise PostgreSQL for a ``postgresql://`` URL, JSON for a
-    ``.json`` path and SQLite for any other."""
-    if backend is not None:
-        return backend
-    if isinstance(path, str) and path.startswith(POSTGRES_SCHEMES):
-        return "postgresql"
-    return "json" if Path(path).name.endswith(".json") else "sqlite"
-
-
-def _postgres_opener() -> Callable[[str], TaskStore]:
-    """``PostgresTaskStore.open``, or ``malformed-medium`` when psycopg is not installed."""
-    try:
-        from schedlog.host import store_postgres
-    except ImportError as exc:
-        raise StoreOpenError(
-            "malformed-medium",
-            f"the PostgreSQL backend needs psycopg ({exc}): pip install 'schedlog[postgres]'",
-        ) from None
-    return store_postgres.PostgresTaskStore.open
-
-
-def open_store(path: str | os.PathLike[str], backend: Backend | None = None) -> TaskStore:
-    """Lock, validate and open the store at ``path`` (SPEC §11.2, §11.3).
-
-    Raises :class:`StoreOpenError` when validation fails (the files are untouched) or
-    :class:`StoreLockedError` when another service holds the store.
-    """
-    from schedlog.host.store_json import JsonTaskStore
-    from schedlog.host.store_sqlite import SqliteTaskStore
-
-    chosen = select_backend(path, backend)
-    if chosen == "postgresql":
-        if not (isinstance(path, str) and path.startswith(POSTGRES_SCHEMES)):
-            raise StoreOpenError(
-                "malformed-medium", f"a PostgreSQL store is a postgresql:// URL, not {path}"
-            )
-        return _postgres_opener()(path)
-    p = Path(path)
-    if chosen == "json":
-        return JsonTaskStore.open(p)
-    return SqliteTaskStore.open(p)

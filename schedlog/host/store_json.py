@@ -18,7 +18,8 @@ from typing import Any, Final
 
 from schedlog._crashpoints import crashpoint
 from schedlog.errors import StoreOpenError
-from schedlog.host.store import FILE_MODE, StoredTask, StoreLock, StoreWriteError
+from schedlog.files import FILE_MODE
+from schedlog.host.store import StoredTask, StoreLock, StoreWriteError
 from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
 from schedlog.rules.text import JSONSyntaxError, json_int, loads_strict
 

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
 from schedlog._crashpoints import crashpoint
 from schedlog.errors import StoreOpenError
-from schedlog.host.store import FILE_MODE, StoredTask, StoreLock, StoreWriteError
-from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
+from schedlog.files import FILE_MODE
+from schedlog.host.sqlite_validate import decode_row, validate_sqlite_store
+from schedlog.host.store import StoredTask, StoreLock, StoreWriteError
+from schedlog.host.task import Task, encode_task
 from schedlog.rules.instants import parse_canonical_instant
-from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
 
-__all__ = ["SCHEMA", "SqliteTaskStore", "validate_sqlite"]
+__all__ = ["INDEXES", "SCHEMA", "SqliteTaskStore"]
 
 SCHEMA: Final = """
 CREATE TABLE schedlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,26 +51,10 @@ SELECT seq, id, json_extract(body, '$.record.scheduledAt'),
   CASE WHEN json_extract(body, '$.status') IS NULL THEN instr(body, char(92)) ELSE 0 END
 FROM tasks WHERE json_extract(body, '$.status') IS NOT 'inactive' ORDER BY seq
 """
-_TASK_COLUMNS: Final = ["seq", "id", "session_id", "body"]
-_META_COLUMNS: Final = ["key", "value"]
 
 
 def _malformed(message: str) -> StoreOpenError:
     return StoreOpenError("malformed-medium", message)
-
-
-def _read_only_uri(path: Path) -> str:
-    quoted = urllib.parse.quote(str(path.resolve()))
-    wal = Path(f"{path}-wal")
-    # immutable=1 never creates companion files, but it would ignore committed pages still in
-    # a write-ahead log left by a crash; such a store is read through the log instead.
-    if wal.exists() and wal.stat().st_size > 0:
-        return f"file:{quoted}?mode=ro"
-    return f"file:{quoted}?mode=ro&immutable=1"
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
-    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
 
 
 def _storable(key: str) -> bool:
@@ -83,65 +68,6 @@ def _storable(key: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _decode_row(seq: int, key: str, session_id: str, body: str) -> StoredTask:
-    try:
-        value = loads_strict(body.encode("utf-8", "surrogatepass"))
-    except JSONSyntaxError as exc:
-        raise InvalidTaskError(f"schedule task body is not valid JSON: {exc.message}") from None
-    task = decode_task(key, value)
-    if session_id != task.session_id:
-        raise InvalidTaskError(
-            f"schedule task session_id {session_id!r} differs from sessionId {task.session_id!r}"
-        )
-    return StoredTask(seq, task)
-
-
-def validate_sqlite(path: Path) -> int:
-    """Validate an existing, non-empty SQLite store read-only; the number of tasks.
-
-    Order (§11.3): an SQLite database at all, the meta table and its rows, the version
-    (``user_version`` and ``unit.version``), the tasks table, then each row by ``seq``. Rows
-    are decoded one at a time and not kept, so validating a large store takes little memory.
-    """
-    try:
-        conn = sqlite3.connect(_read_only_uri(path), uri=True)
-    except sqlite3.Error as exc:
-        raise _malformed(f"cannot open schedule store {path}: {exc}") from None
-    try:
-        try:
-            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-            if "schedlog_meta" not in names or _columns(conn, "schedlog_meta") != _META_COLUMNS:
-                raise _malformed("schedule store has no schedlog_meta table")
-            meta = dict(conn.execute("SELECT key, value FROM schedlog_meta").fetchall())
-            if meta.get("unit.name") != "schedule" or "unit.version" not in meta:
-                raise _malformed("schedule store meta rows unit.name/unit.version are missing")
-            (user_version,) = conn.execute("PRAGMA user_version").fetchone()
-            if user_version != 1 or meta["unit.version"] != "1":
-                raise StoreOpenError(
-                    "version-mismatch",
-                    f"schedule store version is {meta['unit.version']!r} "
-                    f"(user_version {user_version}), not 1",
-                )
-            if "tasks" not in names or _columns(conn, "tasks") != _TASK_COLUMNS:
-                raise _malformed("schedule store has no tasks table")
-            rows = conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
-            count = 0
-            for seq, key, session_id, body in rows:
-                try:
-                    if not all(isinstance(v, str) for v in (key, session_id, body)):
-                        raise InvalidTaskError("schedule task columns must be text")
-                    _decode_row(seq, key, session_id, body)
-                except InvalidTaskError as exc:
-                    raise StoreOpenError("invalid-record", f"task {key!r}: {exc.message}") from None
-                count += 1
-            return count
-        except sqlite3.Error as exc:
-            message = f"schedule store {path} is not a readable SQLite database: {exc}"
-            raise _malformed(message) from None
-    finally:
-        conn.close()
 
 
 class SqliteTaskStore:
@@ -166,9 +92,7 @@ class SqliteTaskStore:
             if size:
                 # Read-only, and a crash-left write-ahead log is read through a private copy:
                 # even a read-only connection would create or write the -shm index.
-                from schedlog.host.validate import validate_store
-
-                validate_store(path, "sqlite")
+                validate_sqlite_store(path)
             else:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
                 os.close(fd)
@@ -191,7 +115,7 @@ class SqliteTaskStore:
     def tasks(self) -> Iterator[StoredTask]:
         rows = self._conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
         for seq, key, session_id, body in rows:
-            yield _decode_row(seq, key, session_id, body)
+            yield decode_row(seq, key, session_id, body)
 
     def session_tasks(self, session_id: str) -> list[StoredTask]:
         if not _storable(session_id):
@@ -200,7 +124,7 @@ class SqliteTaskStore:
             "SELECT seq, id, session_id, body FROM tasks WHERE session_id = ? ORDER BY seq",
             (session_id,),
         )
-        return [_decode_row(*row) for row in rows]
+        return [decode_row(*row) for row in rows]
 
     def get(self, task_id: str) -> StoredTask | None:
         if not _storable(task_id):
@@ -208,7 +132,7 @@ class SqliteTaskStore:
         row = self._conn.execute(
             "SELECT seq, id, session_id, body FROM tasks WHERE id = ?", (task_id,)
         ).fetchone()
-        return None if row is None else _decode_row(*row)
+        return None if row is None else decode_row(*row)
 
     def active_targets(self) -> Iterator[tuple[int, int, str]]:
         """The timer-index rows (see :class:`~schedlog.host.store.TaskStore`) from one query.

@@ -12,16 +12,17 @@ from typing import Any, Final
 
 import structlog
 
-from schedlog.errors import ScheduleError, ScheduleInputError
+from schedlog.absent import ABSENT
+from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
+from schedlog.protocols import HOST
 from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST, check_every_seconds
 from schedlog.rules.records import check_prompt, check_title
 from schedlog.rules.text import is_trimmed
-from schedlog.rules.update import ABSENT
 
 __all__ = ["INTERNAL_ERROR", "TOOL_NAMES", "HostTools"]
 
-INTERNAL_ERROR: Final = {"code": "internal_error", "message": "The schedule operation failed."}
+INTERNAL_ERROR: Final = {"code": "internal_error", "message": INTERNAL_MESSAGE}
 TOOL_NAMES: Final = ("schedule_create", "schedule_list", "schedule_delete", "schedule_update")
 MSG_DELETE_ID: Final = "schedule_delete id must be non-empty without surrounding whitespace."
 MSG_UPDATE_ID: Final = "schedule_update id must be non-empty without surrounding whitespace."
@@ -76,7 +77,7 @@ class HostTools:
             return dict(INTERNAL_ERROR)
 
     def _view(self, record: Any) -> dict[str, Any]:
-        return record.view(self.service.clock.now_ms(), "host")  # type: ignore[no-any-return]
+        return record.view(self.service.clock.now_ms(), HOST)  # type: ignore[no-any-return]
 
     async def schedule_create(self, session_id: str, args: object) -> Any:
         record = await self.service.create(session_id, args)
@@ -84,7 +85,7 @@ class HostTools:
 
     async def schedule_list(self, session_id: str, args: object) -> Any:
         now = self.service.clock.now_ms()
-        return [r.view(now, "host") for r in self.service.list_records(session_id)]
+        return [r.view(now, HOST) for r in self.service.list_records(session_id)]
 
     async def schedule_delete(self, session_id: str, args: object) -> Any:
         task_id = _check_id(args.get("id") if isinstance(args, dict) else None, MSG_DELETE_ID)

@@ -4,6 +4,7 @@ Nothing here reads the wall clock or does I/O beyond loading the bundled zone da
 function takes its clock sample (``now``) and decision time as epoch-ms integers.
 """
 
+from schedlog.absent import ABSENT
 from schedlog.rules.at import parse_at
 from schedlog.rules.calendar import calendar_latest, calendar_next, parse_daily, parse_weekly
 from schedlog.rules.cron import CronRule, canonical_cron, cron_latest, cron_next, parse_cron
@@ -26,7 +27,7 @@ from schedlog.rules.records import (
     record_from_json,
 )
 from schedlog.rules.text import js_dumps, js_trim, json_int, loads_strict, utf16_len
-from schedlog.rules.update import ABSENT, UpdateResult, resolve_update
+from schedlog.rules.update import UpdateResult, resolve_update
 from schedlog.rules.zones import Zone, canonical_zone_name, check_time_zone, get_zone
 
 __all__ = [

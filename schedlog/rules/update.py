@@ -13,6 +13,7 @@ from typing import Any, Final, Literal, NamedTuple, cast
 
 from msgspec.structs import replace
 
+from schedlog.absent import ABSENT, Absent
 from schedlog.errors import CorruptScheduleError, ScheduleInputError
 from schedlog.rules.at import MSG_OUT_OF_RANGE, check_future, parse_at_instant
 from schedlog.rules.calendar import parse_calendar
@@ -35,11 +36,9 @@ from schedlog.rules.records import (
 from schedlog.rules.zones import canonical_zone_name
 
 __all__ = [
-    "ABSENT",
     "MSG_CHANGE_KEYS",
     "MSG_CHANGE_SHAPE",
     "MSG_EXPECTED",
-    "Absent",
     "UpdateResult",
     "resolve_update",
 ]
@@ -59,29 +58,6 @@ _SELECTOR_KEY: Final[dict[str, str]] = {
     "weekly": "weekly",
     "cron": "cron",
 }
-
-
-class Absent:
-    """Type of :data:`ABSENT`: an argument that was not supplied at all (means "keep").
-
-    Distinct from ``None``, which is a present JSON ``null`` and is validated (and rejected).
-    """
-
-    _instance: Absent | None = None
-
-    def __new__(cls) -> Absent:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-ABSENT: Final = Absent()
 
 
 class UpdateResult(NamedTuple):

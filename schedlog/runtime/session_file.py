@@ -2,8 +2,8 @@
 
 :class:`FileSession` is both capabilities the engine needs from a session: the
 :class:`~schedlog.runtime.interfaces.SessionLog` (backed by
-:class:`schedlog.eventlog.SessionLog`, the appender that truncates a torn tail on open and
-checks the invariant on every schedule append) and the
+:class:`schedlog.invariant.appender.LogAppender`, the appender that truncates a torn tail on
+open and checks the invariant on every schedule append) and the
 :class:`~schedlog.runtime.interfaces.Agent` (turns, maintenance claims, idle notifications and a
 follow-up outbox). Its ``followup`` writes the ``message/followup`` event (SPEC §9.5) before the
 message is queued, so a follow-up that is in the outbox is always in the log.
@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from schedlog.errors import CorruptScheduleError
-from schedlog.eventlog import SessionLog as LogAppender
 from schedlog.eventlog import build_followup, read_log
 from schedlog.eventlog.events import LogEvent
 from schedlog.eventlog.header import Header
+from schedlog.invariant.appender import LogAppender
 from schedlog.runtime.interfaces import FollowupMessage
 
 __all__ = ["FileSession", "default_session_id"]

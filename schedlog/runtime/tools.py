@@ -12,11 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
-from schedlog.errors import CorruptScheduleError, ScheduleError, ScheduleInputError
+from schedlog.errors import (
+    INTERNAL_MESSAGE,
+    CorruptScheduleError,
+    ScheduleError,
+    ScheduleInputError,
+)
 from schedlog.eventlog.changes import Change, CreateChange, DeleteChange
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE
 from schedlog.fold import FoldState, apply_change, fold, next_schedule_id
 from schedlog.invariant import check
+from schedlog.protocols import SESSION_LOCAL
 from schedlog.rules.records import build_session_record, validate_session_create_args
 from schedlog.rules.text import is_trimmed
 from schedlog.runtime.interfaces import Clock, SessionLog
@@ -24,8 +30,6 @@ from schedlog.runtime.interfaces import Clock, SessionLog
 __all__ = [
     "CORRUPT_MESSAGE",
     "DELETE_ID_MESSAGE",
-    "DELIVERY_MODE",
-    "INTERNAL_MESSAGE",
     "PERSISTENCE_MESSAGE",
     "PersistenceUncertain",
     "SessionTools",
@@ -40,12 +44,10 @@ __all__ = [
     "read_state",
 ]
 
-DELIVERY_MODE: Final = "session-local"
 PERSISTENCE_MESSAGE: Final = (
     "Schedule persistence is uncertain; retry with schedule_list before relying on this result."
 )
 CORRUPT_MESSAGE: Final = "The session schedule log is corrupt."
-INTERNAL_MESSAGE: Final = "The schedule operation failed."
 DELETE_ID_MESSAGE: Final = "schedule_delete id must be non-empty without surrounding whitespace."
 
 Operation = Literal["create", "list", "delete"]
@@ -247,7 +249,7 @@ class SessionTools:
             return internal_value(), True
         if not barrier(self.log):
             return persistence_uncertain("create", record_id), True
-        return record.view(self.clock.now_ms(), DELIVERY_MODE), True
+        return record.view(self.clock.now_ms(), SESSION_LOCAL), True
 
     def _list(self) -> tuple[ToolValue, bool]:
         if not barrier(self.log):
@@ -256,7 +258,7 @@ class SessionTools:
         if not isinstance(state, FoldState):
             return state, True
         now = self.clock.now_ms()
-        return [record.view(now, DELIVERY_MODE) for record in state.active], True
+        return [record.view(now, SESSION_LOCAL) for record in state.active], True
 
     def _delete(self, record_id: str) -> tuple[ToolValue, bool]:
         if not barrier(self.log):

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from schedlog.eventlog import CorruptLogError, Header, SessionLog, fork_log, read_log
+from schedlog.eventlog import CorruptLogError, Header, fork_log, read_log
 from schedlog.invariant import validate_log
+from schedlog.invariant.appender import LogAppender
 from tests.eventlog.helpers import change, chatter, create_data, delete_data, header, log_bytes
 
 # Unusual but valid spellings, which a re-encoding copy would change.
@@ -46,7 +47,7 @@ def test_child_inherits_neither_reminders_nor_ids(parent: Path, tmp_path: Path) 
     fork_log(parent, 4, "s-child", child)
     state = validate_log(read_log(child))  # the corrupt inherited event is not folded
     assert state.active == () and state.seen_ids == ()
-    with SessionLog.open(child) as log:
+    with LogAppender.open(child) as log:
         log.append(change(create_data("schedule-1", "at")))
         log.append(change(delete_data("schedule-1")))
         assert log.state.seen_ids == ("schedule-1",)

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from hypothesis import strategies as st
 
+from schedlog.absent import ABSENT
 from schedlog.cli.common import run_batch
 from schedlog.cli.main import _tolerate_invalid_utf8
 from schedlog.cli.rules_cmd import RULES_OPS
@@ -32,7 +33,7 @@ from schedlog.eventlog import (
     parse_followup,
     parse_log,
 )
-from schedlog.host.store import open_store
+from schedlog.host.backends import open_store
 from schedlog.host.store_json import validate_document
 from schedlog.host.task import decode_task, encode_task
 from schedlog.invariant.logs import validate_log
@@ -47,7 +48,7 @@ from schedlog.rules.records import (
     decode_legacy_record,
 )
 from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
-from schedlog.rules.update import ABSENT, resolve_update
+from schedlog.rules.update import resolve_update
 from schedlog.rules.zones import check_time_zone, get_zone
 from tests.fuzz import gen as g
 from tests.fuzz import oracle as o

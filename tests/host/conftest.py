@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from schedlog.host.store import TaskStore, open_store
+from schedlog.host.backends import open_store
+from schedlog.host.store import TaskStore
 from tests import pg
 
 BACKENDS = ("sqlite", "json", "postgresql")

@@ -10,9 +10,9 @@ import pytest
 
 from schedlog.cli import host_cmd
 from schedlog.eventlog.changes import CreateChange
-from schedlog.eventlog.session_log import SessionLog
+from schedlog.host.backends import open_store
 from schedlog.host.migrate import derive_title
-from schedlog.host.store import open_store
+from schedlog.invariant.appender import LogAppender
 from schedlog.rules.record import Record
 from tests.host.helpers import T0, sha256_files
 
@@ -29,7 +29,7 @@ AFTER = Record(
 
 
 def make_log(path: Path) -> None:
-    with SessionLog.open(path, session_id="s-legacy") as log:
+    with LogAppender.open(path, session_id="s-legacy") as log:
         log.append_change(CreateChange(schedule=EVERY))
         log.append_change(CreateChange(schedule=AFTER))
         assert log.flush()

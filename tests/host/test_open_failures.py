@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from schedlog.errors import StoreOpenError
-from schedlog.host.store import open_store
+from schedlog.host.backends import open_store
 from schedlog.host.store_sqlite import SCHEMA
 from tests.host.helpers import sha256_files
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from schedlog.host.store import open_store, select_backend
+from schedlog.host.backends import open_store, select_backend
 from schedlog.host.store_sqlite import SqliteTaskStore
 from schedlog.host.task import new_task
 from schedlog.rules.records import build_host_record

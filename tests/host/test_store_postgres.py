@@ -22,7 +22,8 @@ from schedlog.cli.main import build_parser, main
 from schedlog.errors import StoreOpenError
 from schedlog.host.config import Retention
 from schedlog.host.service import HostService
-from schedlog.host.store import StoreWriteError, open_store
+from schedlog.host.backends import open_store
+from schedlog.host.store import StoreWriteError
 from schedlog.host.task import encode_task
 from schedlog.host.validate import validate_store_report
 from schedlog.rules.text import js_dumps

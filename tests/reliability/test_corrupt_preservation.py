@@ -28,9 +28,10 @@ import structlog
 
 from schedlog.cli.main import main as schedlog_main
 from schedlog.errors import CorruptScheduleError, StoreOpenError
-from schedlog.eventlog import SessionLog, fork_log, read_log
+from schedlog.eventlog import fork_log, read_log
+from schedlog.host.backends import open_store
 from schedlog.host.sessions import encode_session_id
-from schedlog.host.store import open_store
+from schedlog.invariant.appender import LogAppender
 from schedlog.runtime.clock import VirtualClock
 from schedlog.runtime.engine import SessionEngine
 from schedlog.runtime.session_file import FileSession
@@ -152,7 +153,7 @@ def test_session_log_refusals_leave_the_log_alone(tmp_path: Path, fixture: Path)
 
     # Library opens: the appender, the live engine, a fork of it.
     with pytest.raises(CorruptScheduleError):
-        SessionLog.open(log, session_id="s-new")
+        LogAppender.open(log, session_id="s-new")
     asyncio.run(_live_engine_refuses(log))
     with contextlib.suppress(CorruptScheduleError, ValueError):
         fork_log(log, 0, "child", tmp_path / "child.jsonl")

@@ -38,7 +38,7 @@ from schedlog.cli.host_cmd import HostBatch
 from schedlog.cli.main import main as schedlog_main
 from schedlog.cli.session_cmd import session_batch_handlers
 from schedlog.errors import CorruptScheduleError, StoreOpenError
-from schedlog.eventlog import SessionLog, fork_log, read_log
+from schedlog.eventlog import fork_log, read_log
 from schedlog.eventlog.reader import MAX_LINE_BYTES
 from schedlog.framing import (
     BATCH_HEADER,
@@ -49,6 +49,7 @@ from schedlog.framing import (
     batch_framing,
     single_framing,
 )
+from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.sessions import (
     MAX_LOG_NAME_BYTES,
@@ -56,8 +57,8 @@ from schedlog.host.sessions import (
     SessionsDirectory,
     encode_session_id,
 )
-from schedlog.host.store import open_store
 from schedlog.host.store_sqlite import SCHEMA
+from schedlog.invariant.appender import LogAppender
 from schedlog.rules.instants import format_instant
 from schedlog.rules.text import JSONSyntaxError, js_dumps, js_trim, loads_strict
 from schedlog.runtime.batch import BatchSession
@@ -517,7 +518,7 @@ def test_files_are_created_owner_only_whatever_the_umask(tmp_path: Path) -> None
             [{"op": "schedule_create", "now": NOW, "args": {"prompt": "p", "after_seconds": 9}}],
         )
         fork_log(tmp_path / "local.jsonl", 1, "child", tmp_path / "child.jsonl")
-        SessionLog.open(tmp_path / "opened.jsonl", session_id="x").close()
+        LogAppender.open(tmp_path / "opened.jsonl", session_id="x").close()
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     expected = {
         "h.db",
@@ -573,7 +574,7 @@ def test_a_huge_log_line_is_corruption_read_in_bounded_memory(tmp_path: Path) ->
     code = schedlog_main_quiet(["validate", "--json", str(log)])
     assert code == 1
     with pytest.raises(CorruptScheduleError):
-        SessionLog.open(log)
+        LogAppender.open(log)
     assert _digest(log) == before
 
 
@@ -592,7 +593,7 @@ def test_a_huge_torn_tail_is_only_a_torn_tail(tmp_path: Path) -> None:
     assert contents.ok and contents.complete_size == len(HEADER)
     assert len(contents.torn_tail) == log.stat().st_size - len(HEADER)
     with capture_logs():
-        SessionLog.open(log).close()  # opening for append truncates it (SPEC §9.3)
+        LogAppender.open(log).close()  # opening for append truncates it (SPEC §9.3)
     assert log.read_bytes() == HEADER.encode()
 
 
@@ -604,7 +605,7 @@ def test_lines_at_the_limit(tmp_path: Path) -> None:
     assert len(fits) == MAX_LINE_BYTES + 1
     log.write_bytes(HEADER.encode() + fits)
     assert read_log(log).ok
-    with SessionLog.open(log) as opened:
+    with LogAppender.open(log) as opened:
         size = log.stat().st_size
         with pytest.raises(ValueError, match="over"):
             opened.append({"type": "user/message", "data": "a" * MAX_LINE_BYTES})

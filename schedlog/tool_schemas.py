@@ -1,9 +1,9 @@
-"""What the tool catalogs of both protocols share (SPEC §10.5, §11.10): the annotated field
-types, the local ``at`` object, the delete result, and the rendering of a catalog as JSON
-Schema 2020-12 and as Markdown.
+"""What the tool schemas of both protocols share (SPEC §10.5, §11.10): the annotated field
+types, the local ``at`` object, the delete result, and the rendering of a protocol's tool
+schemas as JSON Schema 2020-12 and as Markdown.
 
-Each protocol declares its own Structs and descriptions (:mod:`schedlog.runtime.catalog`,
-:mod:`schedlog.host.catalog`) and passes them to :func:`build_catalog`.
+Each protocol declares its own Structs and descriptions (:mod:`schedlog.runtime.tool_schemas`,
+:mod:`schedlog.host.tool_schemas`) and passes them to :func:`build_tool_schemas`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = [
     "TimeZoneName",
     "ToolId",
     "ToolTable",
-    "build_catalog",
+    "build_tool_schemas",
     "render_markdown",
 ]
 
@@ -99,13 +99,13 @@ ToolTable = Mapping[str, tuple[str, type[msgspec.Struct]]]
 ResultTable = Mapping[str, tuple[Any, ...]]
 
 
-def build_catalog(
+def build_tool_schemas(
     protocol: str,
     tools: ToolTable,
     results: ResultTable,
     parameter_rules: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
-    """The catalog as one JSON value: ``{"$schema","protocol","tools":[{name, description,
+    """The tool schemas as one JSON value: ``{"$schema","protocol","tools":[{name, description,
     parameters, result}], "$defs"}``; every schema is JSON Schema 2020-12.
 
     Parameters are self-contained (model APIs take them without ``$defs``), extended with the
@@ -156,7 +156,7 @@ def _inline(schema: Any, defs: dict[str, Any]) -> Any:
 
 
 def render_markdown(value: Mapping[str, Any]) -> str:
-    """A catalog from :func:`build_catalog` as Markdown: one section per tool with its
+    """Tool schemas from :func:`build_tool_schemas` as Markdown: one section per tool with its
     description and schemas, then the shared definitions."""
     lines = [f"# schedlog {value['protocol']} tools", ""]
     for tool in value["tools"]:

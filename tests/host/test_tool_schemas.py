@@ -1,4 +1,4 @@
-"""The host tool catalog (SPEC §11.10): a well-formed JSON Schema document, descriptions that say
+"""The host tool schemas (SPEC §11.10): a well-formed JSON Schema document, descriptions that say
 what the model must know, and types that accept every value HostTools actually returns."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import msgspec
 import pytest
 
 from schedlog.cli.session_cmd import register_tools
-from schedlog.host.catalog import RESULT_TYPES, TOOLS, catalog, catalog_markdown
 from schedlog.host.service import HostService
+from schedlog.host.tool_schemas import RESULT_TYPES, TOOLS, tool_schemas, tool_schemas_markdown
 from schedlog.host.tools import TOOL_NAMES, HostTools
 from schedlog.runtime.clock import VirtualClock
 from tests.host.helpers import MemorySessions
@@ -51,7 +51,7 @@ def check_typed(schema: Any, where: str) -> None:
 
 
 def test_catalog_is_well_formed_json_schema() -> None:
-    value = catalog()
+    value = tool_schemas()
     assert json.loads(json.dumps(value)) == value
     assert value["protocol"] == "host"
     assert value["$schema"] == "https://json-schema.org/draft/2020-12/schema"
@@ -81,7 +81,7 @@ def test_catalog_is_well_formed_json_schema() -> None:
 
 def test_catalog_passes_the_2020_12_metaschema() -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    value = catalog()
+    value = tool_schemas()
     jsonschema.Draft202012Validator.check_schema(value)
     for tool in value["tools"]:
         jsonschema.Draft202012Validator.check_schema(tool["parameters"])
@@ -123,13 +123,13 @@ def test_descriptions_say_what_section_11_10_asks() -> None:
 
 
 def test_markdown_has_one_section_per_tool_with_json_blocks() -> None:
-    text = catalog_markdown()
+    text = tool_schemas_markdown()
     assert text.startswith("# schedlog host tools\n")
     for name in TOOLS:
         assert f"\n## {name}\n" in text
     blocks = re.findall(r"```json\n(.*?)\n```", text, flags=re.S)
     assert len(blocks) == 2 * len(TOOLS) + 1
-    assert json.loads(blocks[-1]) == catalog()["$defs"]
+    assert json.loads(blocks[-1]) == tool_schemas()["$defs"]
 
 
 @pytest.mark.parametrize("fmt", ["json", "markdown"])
@@ -140,9 +140,9 @@ def test_cli_prints_the_host_catalog(fmt: str, capsys: pytest.CaptureFixture[str
     assert parsed.func(parsed) == 0
     out = capsys.readouterr().out
     if fmt == "json":
-        assert json.loads(out) == catalog()
+        assert json.loads(out) == tool_schemas()
     else:
-        assert out == catalog_markdown()
+        assert out == tool_schemas_markdown()
 
 
 def test_cli_rejects_an_unknown_protocol(capsys: pytest.CaptureFixture[str]) -> None:
@@ -337,7 +337,7 @@ def test_parameter_schemas_fit_the_arguments_the_tools_accept(calls: list[Call])
         import jsonschema
     except ImportError:
         return
-    schemas = {t["name"]: t["parameters"] for t in catalog()["tools"]}
+    schemas = {t["name"]: t["parameters"] for t in tool_schemas()["tools"]}
     for tool, arguments in accepted:
         jsonschema.validate(arguments, schemas[tool], cls=jsonschema.Draft202012Validator)
     rejected = [
@@ -352,7 +352,7 @@ def test_parameter_schemas_fit_the_arguments_the_tools_accept(calls: list[Call])
 
 def test_result_schemas_validate_every_value_the_tools_return(calls: list[Call]) -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    value = catalog()
+    value = tool_schemas()
     for tool in value["tools"]:
         validator = jsonschema.Draft202012Validator({**tool["result"], "$defs": value["$defs"]})
         for name, arguments, returned in calls:

@@ -1,12 +1,15 @@
-"""The session log appender (SPEC §9.1, §9.3, §9.6).
+"""The session log appender: the concrete JSON Lines log (SPEC §9.1, §9.3, §9.6).
 
 Opening for append validates the whole log (every complete line, and by default the fold of
 its owned suffix), truncates a torn tail (logged), and writes the header of a new log. Lines are
-written eagerly; :meth:`SessionLog.flush` is the durability barrier. Every ``schedule/change``
+written eagerly; :meth:`LogAppender.flush` is the durability barrier. Every ``schedule/change``
 append is judged by the replay invariant first, and nothing is written when it is refused.
 
-The appender sits above the fold and the invariant in the data flow, so it imports them when
-used rather than at import time: ``schedlog.fold`` itself imports this package's decoders.
+The appender judges appends by the replay invariant, so it lives above the fold and the
+checker (here, in :mod:`schedlog.invariant`) and imports them like any other module.
+:class:`LogAppender` is one implementation of the runtime's
+:class:`~schedlog.runtime.interfaces.SessionLog` protocol, through
+:class:`~schedlog.runtime.session_file.FileSession`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any
 
 import structlog
 
@@ -30,29 +33,19 @@ from schedlog.eventlog.events import (
 from schedlog.eventlog.followups import Member, delivered_members, parse_followup
 from schedlog.eventlog.header import Header
 from schedlog.eventlog.reader import MAX_LINE_BYTES, read_log
+from schedlog.files import FILE_MODE, fsync_directory, write_all
+from schedlog.fold.replay import apply_event
+from schedlog.fold.state import FoldState
+from schedlog.invariant.checker import check
+from schedlog.invariant.logs import validate_log
 from schedlog.rules.text import JSONSyntaxError, loads_strict
 
-if TYPE_CHECKING:
-    from schedlog.fold.state import FoldState
-
-__all__ = ["FILE_MODE", "SessionLog", "fsync_directory"]
-
-#: Session logs hold conversation text: created readable and writable by the owner only.
-FILE_MODE: Final = 0o600
+__all__ = ["LogAppender"]
 
 _log = structlog.get_logger("schedlog.eventlog")
 
 
-def fsync_directory(path: str) -> None:
-    """Make a file creation (or rename) in directory ``path`` durable."""
-    fd = os.open(path or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-class SessionLog:
+class LogAppender:
     """An open session log. Use :meth:`open`; close it (or use ``with``) when done.
 
     * ``header``: the log's header (written by :meth:`open` for a new log);
@@ -97,7 +90,7 @@ class SessionLog:
         *,
         session_id: str | None = None,
         fold_schedule: bool = True,
-    ) -> SessionLog:
+    ) -> LogAppender:
         """Open (creating if missing) the log at ``path`` for append.
 
         ``session_id`` names a new log (0 bytes, missing, or a torn tail only) and is ignored
@@ -112,9 +105,6 @@ class SessionLog:
         A corrupt complete line is still refused (SPEC §9.3, §12.4). Such a log has an empty
         ``state`` and refuses ``schedule/change`` appends, since no invariant can be checked.
         """
-        from schedlog.fold.state import FoldState
-        from schedlog.invariant.logs import validate_log
-
         name = os.fspath(path)
         created = False
         try:
@@ -148,7 +138,7 @@ class SessionLog:
                     raise ValueError("a new session log needs a non-empty session id")
                 header = Header(session_id=session_id)
                 line = encode_line(header.to_json())
-                _write_all(fd, line)
+                write_all(fd, line)
                 log_size = len(line)
             seed = header.seed_length
             delivered = delivered_members(contents.events, seed_length=seed)
@@ -186,9 +176,6 @@ class SessionLog:
         refused with ``ValueError`` instead of corrupting the log, and so is a line longer than
         :data:`~schedlog.eventlog.reader.MAX_LINE_BYTES`. Not durable until :meth:`flush`.
         """
-        from schedlog.fold.replay import apply_event
-        from schedlog.invariant.checker import check
-
         fd = self._require_open()
         line = encode_line(event)
         if len(line) > MAX_LINE_BYTES + 1:  # readers would take it for corruption
@@ -227,7 +214,7 @@ class SessionLog:
     def _write(self, fd: int, line: bytes) -> None:
         crashpoint("eventlog.mid_line", fd, line)
         try:
-            _write_all(fd, line)
+            write_all(fd, line)
         except OSError:
             # Drop a partial line so the next append does not land after it; if even that
             # fails, the file's state is unknown and further appends are refused.
@@ -279,7 +266,7 @@ class SessionLog:
     def closed(self) -> bool:
         return self._fd is None
 
-    def __enter__(self) -> SessionLog:
+    def __enter__(self) -> LogAppender:
         return self
 
     def __exit__(
@@ -291,11 +278,4 @@ class SessionLog:
         self.close()
 
     def __repr__(self) -> str:
-        return f"SessionLog({self.path!r}, session_id={self.header.session_id!r})"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+        return f"LogAppender({self.path!r}, session_id={self.header.session_id!r})"

@@ -1,5 +1,5 @@
-"""The tool catalog: valid, self-contained schemas, and types that accept every value the
-tools actually return."""
+"""The session-local tool schemas: valid, self-contained schemas, and types that accept every
+value the tools actually return."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import msgspec
 import pytest
 
 from schedlog.cli.session_cmd import register_tools
-from schedlog.runtime.catalog import RESULT_TYPES, TOOLS, catalog, catalog_markdown
 from schedlog.runtime.clock import VirtualClock
+from schedlog.runtime.tool_schemas import RESULT_TYPES, TOOLS, tool_schemas, tool_schemas_markdown
 from schedlog.runtime.tools import SessionTools
 from tests.runtime.helpers import Harness, ms
 
@@ -30,7 +30,7 @@ def refs(value: Any) -> list[str]:
 
 
 def test_catalog_is_json_with_resolvable_refs_and_self_contained_parameters() -> None:
-    value = catalog()
+    value = tool_schemas()
     assert json.loads(json.dumps(value)) == value
     assert [t["name"] for t in value["tools"]] == list(TOOLS)
     for ref in refs(value):
@@ -48,7 +48,7 @@ def test_catalog_is_json_with_resolvable_refs_and_self_contained_parameters() ->
 
 
 def test_markdown_has_one_section_per_tool() -> None:
-    text = catalog_markdown()
+    text = tool_schemas_markdown()
     for name in TOOLS:
         assert f"\n## {name}\n" in text
 

@@ -14,12 +14,12 @@ from schedlog.eventlog import (
     CorruptLogError,
     DeleteChange,
     Header,
-    SessionLog,
     build_followup,
     read_log,
 )
 from schedlog.fold import fold
 from schedlog.invariant import InvariantError
+from schedlog.invariant.appender import LogAppender
 from schedlog.rules.instants import parse_canonical_instant
 from tests.eventlog.helpers import (
     change,
@@ -36,7 +36,7 @@ T = "2026-05-01T09:00:00.000Z"
 
 def test_new_log_gets_a_header_and_owner_only_mode(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    with SessionLog.open(path, session_id="s-1") as log:
+    with LogAppender.open(path, session_id="s-1") as log:
         assert log.header == Header(session_id="s-1")
         assert log.flush() is True
     assert path.read_bytes() == log_bytes(header())
@@ -46,20 +46,20 @@ def test_new_log_gets_a_header_and_owner_only_mode(tmp_path: Path) -> None:
 def test_new_log_needs_a_session_id_and_leaves_nothing_behind(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     with pytest.raises(ValueError, match="session id"):
-        SessionLog.open(path)
+        LogAppender.open(path)
     assert not path.exists()
 
 
 def test_existing_header_wins(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(log_bytes(header("original")))
-    with SessionLog.open(path, session_id="other") as log:
+    with LogAppender.open(path, session_id="other") as log:
         assert log.header.session_id == "original"
 
 
 def test_appends_are_compact_lines_and_update_the_state(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    with SessionLog.open(path, session_id="s-1") as log:
+    with LogAppender.open(path, session_id="s-1") as log:
         log.append(chatter("hi"))
         log.append(change(create_data("schedule-1", "every", at=T)))
         log.append_change(DeleteChange(id="schedule-1"))
@@ -78,7 +78,7 @@ def test_appends_are_compact_lines_and_update_the_state(tmp_path: Path) -> None:
 
 def test_refused_change_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    with SessionLog.open(path, session_id="s-1") as log:
+    with LogAppender.open(path, session_id="s-1") as log:
         log.append(change(create_data("a")))
         before = path.read_bytes()
         state = log.state
@@ -109,7 +109,7 @@ def test_refused_change_writes_nothing(tmp_path: Path) -> None:
 )
 def test_values_that_would_not_read_back_are_refused(tmp_path: Path, value: dict) -> None:
     path = tmp_path / "s.jsonl"
-    with SessionLog.open(path, session_id="s-1") as log:
+    with LogAppender.open(path, session_id="s-1") as log:
         with pytest.raises(ValueError):
             log.append(value)
         assert log.event_count == 0
@@ -120,7 +120,7 @@ def test_open_for_append_truncates_a_torn_tail_and_logs_it(tmp_path: Path) -> No
     path = tmp_path / "s.jsonl"
     good = log_bytes(header(), change(create_data("a")))
     path.write_bytes(good + b'{"type":"schedule/chan')
-    with capture_logs() as logs, SessionLog.open(path) as log:
+    with capture_logs() as logs, LogAppender.open(path) as log:
         assert path.read_bytes() == good
         log.append(chatter())
     assert logs == [
@@ -138,7 +138,7 @@ def test_open_for_append_truncates_a_torn_tail_and_logs_it(tmp_path: Path) -> No
 def test_torn_only_file_is_a_new_log(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(b'{"type":"session/hea')
-    with capture_logs() as logs, SessionLog.open(path, session_id="s-9") as log:
+    with capture_logs() as logs, LogAppender.open(path, session_id="s-9") as log:
         assert log.header.session_id == "s-9"
     assert path.read_bytes() == log_bytes(header("s-9"))
     assert [e["bytes"] for e in logs] == [20]
@@ -147,7 +147,7 @@ def test_torn_only_file_is_a_new_log(tmp_path: Path) -> None:
 def test_no_warning_without_a_torn_tail(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(log_bytes(header()))
-    with capture_logs() as logs, SessionLog.open(path):
+    with capture_logs() as logs, LogAppender.open(path):
         pass
     assert logs == []
 
@@ -168,7 +168,7 @@ def test_corrupt_log_is_refused_and_left_untouched(
     path = tmp_path / "s.jsonl"
     path.write_bytes(content)
     with pytest.raises(CorruptLogError) as info:
-        SessionLog.open(path)
+        LogAppender.open(path)
     assert (info.value.line, info.value.rule, info.value.file) == (line, rule, str(path))
     assert path.read_bytes() == content
 
@@ -178,8 +178,8 @@ def test_fold_schedule_false_opens_a_log_whose_owned_changes_do_not_fold(tmp_pat
     content = log_bytes(header(), change(create_data("a")), change(delete_data("ghost")))
     path.write_bytes(content)
     with pytest.raises(CorruptLogError):
-        SessionLog.open(path)
-    with SessionLog.open(path, fold_schedule=False) as log:
+        LogAppender.open(path)
+    with LogAppender.open(path, fold_schedule=False) as log:
         assert not log.schedule_folded and log.state.active == () and log.event_count == 2
         followup = build_followup("s-1", [("a", T)], "text", 0)
         log.append(chatter())
@@ -208,17 +208,17 @@ def test_fold_schedule_false_still_refuses_corrupt_lines(
     path = tmp_path / "s.jsonl"
     path.write_bytes(content + b"torn")
     with pytest.raises(CorruptLogError) as info:
-        SessionLog.open(path, fold_schedule=False)
+        LogAppender.open(path, fold_schedule=False)
     assert (info.value.line, info.value.rule) == (line, rule)
     assert path.read_bytes() == content + b"torn"  # untouched, torn tail included
 
 
 def test_fold_schedule_false_creates_and_truncates_like_a_normal_open(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    with SessionLog.open(path, session_id="s-1", fold_schedule=False) as log:
+    with LogAppender.open(path, session_id="s-1", fold_schedule=False) as log:
         assert log.header == Header(session_id="s-1")
     path.write_bytes(path.read_bytes() + b'{"type":"x')
-    with capture_logs() as logs, SessionLog.open(path, fold_schedule=False):
+    with capture_logs() as logs, LogAppender.open(path, fold_schedule=False):
         pass
     assert path.read_bytes() == log_bytes(header())
     assert [e["event"] for e in logs] == ["session_log.torn_tail_truncated"]
@@ -227,7 +227,7 @@ def test_fold_schedule_false_creates_and_truncates_like_a_normal_open(tmp_path: 
 def test_fork_prefix_is_not_validated(tmp_path: Path) -> None:
     path = tmp_path / "child.jsonl"
     path.write_bytes(log_bytes(header("c", 2, "p"), change("junk"), change(delete_data("x"))))
-    with SessionLog.open(path) as log:
+    with LogAppender.open(path) as log:
         log.append(change(create_data("x")))
         assert [r.id for r in log.state.active] == ["x"]
 
@@ -237,12 +237,12 @@ def test_delivered_members_follow_the_owned_suffix(tmp_path: Path) -> None:
     inherited = build_followup("p", [("schedule-1", T)], "text", 0)
     path.write_bytes(log_bytes(header("s-1", 1, "p"), inherited))
     occurrence = parse_canonical_instant(T)
-    with SessionLog.open(path) as log:
+    with LogAppender.open(path) as log:
         assert dict(log.delivered) == {}
         own = build_followup("s-1", [("schedule-1", T)], "text", 0)
         log.append(own)
         assert log.delivered == {("schedule-1", occurrence): own["data"]["messageId"]}
-    with SessionLog.open(path) as again:
+    with LogAppender.open(path) as again:
         assert again.delivered == {("schedule-1", occurrence): own["data"]["messageId"]}
 
 
@@ -261,7 +261,7 @@ def test_flush_fsyncs_the_file_and_once_the_new_directory(
 ) -> None:
     counter = FsyncCounter()
     monkeypatch.setattr(os, "fsync", counter)
-    with SessionLog.open(tmp_path / "s.jsonl", session_id="s-1") as log:
+    with LogAppender.open(tmp_path / "s.jsonl", session_id="s-1") as log:
         assert counter.calls == []  # writes are eager; durability is the barrier's job
         log.append(chatter())
         assert log.flush() is True
@@ -279,13 +279,13 @@ def test_existing_log_does_not_fsync_the_directory(
     path.write_bytes(log_bytes(header()))
     counter = FsyncCounter()
     monkeypatch.setattr(os, "fsync", counter)
-    with SessionLog.open(path) as log:
+    with LogAppender.open(path) as log:
         log.flush()
     assert len(counter.calls) == 1
 
 
 def test_fsync_failure_is_sticky(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with SessionLog.open(tmp_path / "s.jsonl", session_id="s-1") as log:
+    with LogAppender.open(tmp_path / "s.jsonl", session_id="s-1") as log:
         log.flush()
 
         def failing(fd: int) -> None:
@@ -303,7 +303,7 @@ def test_fsync_failure_is_sticky(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_failed_write_is_rolled_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "s.jsonl"
-    with SessionLog.open(path, session_id="s-1") as log:
+    with LogAppender.open(path, session_id="s-1") as log:
         real_write = os.write
         calls = {"n": 0}
 

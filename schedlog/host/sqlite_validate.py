@@ -1,0 +1,208 @@
+"""Read-only validation of an SQLite task store (SPEC §11.3), shared by opening the store
+(:class:`~schedlog.host.store_sqlite.SqliteTaskStore`) and ``schedlog validate --store``
+(:mod:`schedlog.host.validate`).
+
+Nothing here creates, writes or locks a file: a store without a pending log is read with
+``immutable=1``; a store with a non-empty ``-wal`` or ``-journal`` is validated on a private copy
+of the database and its log in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import stat
+import tempfile
+import urllib.parse
+from pathlib import Path
+from typing import Final
+
+from schedlog.errors import StoreOpenError
+from schedlog.host.store import StoredTask
+from schedlog.host.task import InvalidTaskError, decode_task
+from schedlog.rules.text import JSONSyntaxError, loads_strict
+
+__all__ = ["check_regular_file", "decode_row", "validate_sqlite", "validate_sqlite_store"]
+
+_TASK_COLUMNS: Final = ["seq", "id", "session_id", "body"]
+_META_COLUMNS: Final = ["key", "value"]
+#: SQLite's pending-log companions; a non-empty one holds committed (or hot) pages.
+_LOG_SUFFIXES: Final = ("-wal", "-journal")
+#: Copy attempts before a store whose files keep changing is reported as unreadable.
+_SNAPSHOT_ATTEMPTS: Final = 3
+
+_Signature = tuple[tuple[str, int, int, int], ...]
+
+
+def _malformed(message: str) -> StoreOpenError:
+    return StoreOpenError("malformed-medium", message)
+
+
+def check_regular_file(path: Path) -> int:
+    """The size of the store file; ``malformed-medium`` when it is missing or not a file."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise _malformed(f"schedule store {path} does not exist") from None
+    except OSError as exc:
+        raise _malformed(f"cannot read schedule store {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _malformed(f"schedule store {path} is not a regular file")
+    return st.st_size
+
+
+def _read_only_uri(path: Path) -> str:
+    quoted = urllib.parse.quote(str(path.resolve()))
+    wal = Path(f"{path}-wal")
+    # immutable=1 never creates companion files, but it would ignore committed pages still in
+    # a write-ahead log left by a crash; such a store is read through the log instead.
+    if wal.exists() and wal.stat().st_size > 0:
+        return f"file:{quoted}?mode=ro"
+    return f"file:{quoted}?mode=ro&immutable=1"
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def decode_row(seq: int, key: str, session_id: str, body: str) -> StoredTask:
+    try:
+        value = loads_strict(body.encode("utf-8", "surrogatepass"))
+    except JSONSyntaxError as exc:
+        raise InvalidTaskError(f"schedule task body is not valid JSON: {exc.message}") from None
+    task = decode_task(key, value)
+    if session_id != task.session_id:
+        raise InvalidTaskError(
+            f"schedule task session_id {session_id!r} differs from sessionId {task.session_id!r}"
+        )
+    return StoredTask(seq, task)
+
+
+def validate_sqlite(path: Path) -> int:
+    """Validate an existing, non-empty SQLite store read-only; the number of tasks.
+
+    Order (§11.3): an SQLite database at all, the meta table and its rows, the version
+    (``user_version`` and ``unit.version``), the tasks table, then each row by ``seq``. Rows
+    are decoded one at a time and not kept, so validating a large store takes little memory.
+    """
+    try:
+        conn = sqlite3.connect(_read_only_uri(path), uri=True)
+    except sqlite3.Error as exc:
+        raise _malformed(f"cannot open schedule store {path}: {exc}") from None
+    try:
+        try:
+            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+            if "schedlog_meta" not in names or _columns(conn, "schedlog_meta") != _META_COLUMNS:
+                raise _malformed("schedule store has no schedlog_meta table")
+            meta = dict(conn.execute("SELECT key, value FROM schedlog_meta").fetchall())
+            if meta.get("unit.name") != "schedule" or "unit.version" not in meta:
+                raise _malformed("schedule store meta rows unit.name/unit.version are missing")
+            (user_version,) = conn.execute("PRAGMA user_version").fetchone()
+            if user_version != 1 or meta["unit.version"] != "1":
+                raise StoreOpenError(
+                    "version-mismatch",
+                    f"schedule store version is {meta['unit.version']!r} "
+                    f"(user_version {user_version}), not 1",
+                )
+            if "tasks" not in names or _columns(conn, "tasks") != _TASK_COLUMNS:
+                raise _malformed("schedule store has no tasks table")
+            rows = conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
+            count = 0
+            for seq, key, session_id, body in rows:
+                try:
+                    if not all(isinstance(v, str) for v in (key, session_id, body)):
+                        raise InvalidTaskError("schedule task columns must be text")
+                    decode_row(seq, key, session_id, body)
+                except InvalidTaskError as exc:
+                    raise StoreOpenError("invalid-record", f"task {key!r}: {exc.message}") from None
+                count += 1
+            return count
+        except sqlite3.Error as exc:
+            message = f"schedule store {path} is not a readable SQLite database: {exc}"
+            raise _malformed(message) from None
+    finally:
+        conn.close()
+
+
+def _pending_logs(path: Path) -> list[Path]:
+    """The non-empty ``-wal`` / ``-journal`` companions of an SQLite store."""
+    out = []
+    for suffix in _LOG_SUFFIXES:
+        companion = Path(f"{path}{suffix}")
+        try:
+            if companion.stat().st_size > 0:
+                out.append(companion)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise _malformed(f"cannot read {companion}: {exc.strerror or exc}") from None
+    return out
+
+
+def _signature(paths: list[Path]) -> _Signature:
+    """What must not change while a snapshot is copied: each file's size, mtime and inode."""
+    out = []
+    for p in paths:
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            out.append((str(p), -1, -1, -1))
+        else:
+            out.append((str(p), st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(out)
+
+
+def _validate_sqlite_snapshot(path: Path, logs: list[Path]) -> int:
+    """Validate a copy of the database and its pending log(s) in a private directory.
+
+    A read-write connection on the copy replays a write-ahead log (or rolls back a hot journal)
+    into the copy; then the copy is validated as usual. The originals are only read.
+    """
+    files = [path, *logs]
+    with tempfile.TemporaryDirectory(prefix="schedlog-validate-") as tmp:
+        copy = Path(tmp) / "store.db"
+        for _ in range(_SNAPSHOT_ATTEMPTS):
+            before = _signature(files)
+            try:
+                shutil.copyfile(path, copy)
+                for log in logs:
+                    shutil.copyfile(log, Path(f"{copy}{log.name[len(path.name) :]}"))
+            except OSError as exc:
+                raise _malformed(
+                    f"cannot read schedule store {path}: {exc.strerror or exc}"
+                ) from None
+            if _signature(files) == before:
+                break
+        else:
+            raise _malformed(
+                f"schedule store {path} kept changing while it was read; "
+                "is a service writing to it?"
+            )
+        try:
+            _recover(copy)
+            return validate_sqlite(copy)
+        except StoreOpenError as exc:  # name the store, not the private copy
+            raise StoreOpenError(exc.code, exc.message.replace(str(copy), str(path))) from None
+
+
+def _recover(copy: Path) -> None:
+    """Let SQLite replay (WAL) or roll back (hot journal) the copy's pending log, in place."""
+    try:
+        conn = sqlite3.connect(copy, isolation_level=None)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise _malformed(f"schedule store is not a readable SQLite database: {exc}") from None
+
+
+def validate_sqlite_store(path: Path) -> int:
+    """Validate the SQLite store at ``path`` without modifying, creating or locking any file;
+    the number of tasks. A store with a pending log is validated on a private copy."""
+    if check_regular_file(path) == 0:
+        return 0  # open_store initializes a zero-length file as an empty store
+    logs = _pending_logs(path)
+    if logs:
+        return _validate_sqlite_snapshot(path, logs)
+    return validate_sqlite(path)
