@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from schedlog.absent import ABSENT
 from schedlog.cli.common import (
     InvalidRequest,
@@ -28,7 +26,7 @@ from schedlog.fold import fold
 from schedlog.rules.at import parse_at
 from schedlog.rules.cron import canonical_cron
 from schedlog.rules.decide import decide
-from schedlog.rules.instants import DAY_MS, civil_from_days, format_instant, iso_weekday
+from schedlog.rules.instants import format_instant
 from schedlog.rules.record import Record
 from schedlog.rules.records import (
     build_host_record,
@@ -38,8 +36,9 @@ from schedlog.rules.records import (
     record_from_json,
 )
 from schedlog.rules.text import JSONSyntaxError, is_trimmed, loads_strict
+from schedlog.rules.upcoming import local_line, upcoming_targets
 from schedlog.rules.update import resolve_update
-from schedlog.rules.zones import check_time_zone, get_zone
+from schedlog.rules.zones import check_time_zone
 
 __all__ = [
     "RULES_OPS",
@@ -49,8 +48,6 @@ __all__ = [
     "decode_any_record",
     "upcoming_targets",
 ]
-
-_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 def decode_any_record(value: object) -> Record:
@@ -64,32 +61,6 @@ def decision_json(record: Record, at: int) -> dict[str, str]:
     if d.next_scheduled_at is not None:
         out["nextScheduledAt"] = format_instant(d.next_scheduled_at)
     return out
-
-
-def upcoming_targets(record: Record, at: int, count: int) -> list[int]:
-    """Up to ``count`` future targets after ``at`` (SPEC §16.3).
-
-    Each step pins the record at the previous target and decides exactly there, so the list is
-    what the delivery runtime would actually produce one occurrence at a time.
-    """
-    out: list[int] = []
-    if count <= 0:
-        return out
-    if record.scheduled_at > at:
-        current: int | None = record.scheduled_at
-    else:
-        current = decide(record, at).next_scheduled_at
-    while current is not None and len(out) < count:
-        out.append(current)
-        if len(out) == count:
-            break
-        pinned = _with_target(record, current)
-        current = decide(pinned, current).next_scheduled_at
-    return out
-
-
-def _with_target(record: Record, target: int) -> Record:
-    return msgspec.structs.replace(record, scheduled_at=target)
 
 
 # --- batch ------------------------------------------------------------------------------------
@@ -231,28 +202,6 @@ def _rule_from_flags(args: argparse.Namespace, after: int) -> Record:
     return build_host_record(create, id="schedule-explain", now=after)
 
 
-def _local_line(record: Record, target: int) -> str:
-    zone = get_zone(record.time_zone) if record.time_zone else None
-    utc = format_instant(target)
-    if zone is None:
-        return utc
-    off = zone.offset(target)
-    local = target + off
-    days = local // DAY_MS
-    y, mo, d = civil_from_days(days)
-    secs = (local % DAY_MS) // 1000
-    sign = "+" if off >= 0 else "-"
-    oh, om = divmod(abs(off) // 60_000, 60)
-    text = (
-        f"{utc}  {y:04d}-{mo:02d}-{d:02d} {secs // 3600:02d}:{secs // 60 % 60:02d}"
-        f" {_WEEKDAYS[iso_weekday(days) - 1]} {sign}{oh:02d}:{om:02d}"
-    )
-    start = days * DAY_MS - zone.offset(days * DAY_MS)
-    if zone.offset(start) != zone.offset(start + DAY_MS):
-        text += "  (DST change on this local day)"
-    return text
-
-
 def cmd_next(args: argparse.Namespace) -> int:
     try:
         at = parse_request_instant(args.at or args.after or _wall_clock(), "--at")
@@ -288,7 +237,7 @@ def cmd_next(args: argparse.Namespace) -> int:
     print(f"rule: {' '.join(f'{k}={v}' for k, v in rule.items())}")
     print(f"next {len(upcoming)} target(s) after {format_instant(at)} (UTC, then local time):")
     for i, target in enumerate(upcoming, 1):
-        print(f"  {i:>3}. {_local_line(record, target)}")
+        print(f"  {i:>3}. {local_line(record, target)}")
     return 0
 
 

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from schedlog.errors import ScheduleError, ScheduleInputError
+from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
 from schedlog.host.tools import HostTools
 from schedlog.serve import routes
@@ -93,7 +93,7 @@ async def _schedule_error(request: Request, exc: Exception) -> Response:
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     _log.error("request.failed", path=request.url.path, error=repr(exc))
-    return error_response(HttpError("internal_error", "The schedule operation failed.", 500))
+    return error_response(HttpError("internal_error", INTERNAL_MESSAGE, 500))
 
 
 def build_app(

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from schedlog.tool_catalog import Instant, Prompt, RecordId
+from schedlog.tool_schemas import Instant, Prompt, RecordId
 
 __all__ = [
     "MAX_PAGE",

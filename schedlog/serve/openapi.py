@@ -1,5 +1,5 @@
 """``/openapi.json``: the OpenAPI 3.1 document, generated from the msgspec types of
-:mod:`schedlog.serve.bodies` and of the host tool catalog (:mod:`schedlog.host.catalog`) with
+:mod:`schedlog.serve.bodies` and of the host tool schemas (:mod:`schedlog.host.tool_schemas`) with
 ``msgspec.json.schema_components``; only the paths are listed here.
 """
 
@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import msgspec
 
-from schedlog.host.catalog import (
+from schedlog.host.tool_schemas import (
     RESULT_TYPES,
     TOOLS,
     DeleteResult,

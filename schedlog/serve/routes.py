@@ -17,6 +17,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from schedlog.absent import ABSENT
 from schedlog.errors import ScheduleInputError
 from schedlog.host.history import MAX_PAGE as MAX_HISTORY_PAGE
 from schedlog.host.service import HostService
@@ -24,7 +25,7 @@ from schedlog.host.task import Task, catalog_entry
 from schedlog.host.tools import INTERNAL_ERROR, TOOL_NAMES, HostTools
 from schedlog.rules.instants import format_instant
 from schedlog.rules.text import JSONSyntaxError, loads_strict
-from schedlog.rules.update import ABSENT
+from schedlog.rules.upcoming import local_line, upcoming_targets
 from schedlog.serve.auth import read_body
 from schedlog.serve.bodies import MAX_PAGE, Health, RetryState, UpdateBody
 from schedlog.serve.errors import HttpError, json_response, status_of_code
@@ -308,8 +309,6 @@ async def delete_task(request: Request) -> Response:
 
 async def explain(request: Request) -> Response:
     """``GET /v1/tasks/{id}/explain?count=N``: the next targets, as ``rules next`` prints."""
-    from schedlog.cli._rules import _local_line, upcoming_targets
-
     service = _service(request)
     query = _query(request, ("count",))
     count = _int_param(query, "count", 5, 1, MAX_EXPLAIN)
@@ -322,7 +321,7 @@ async def explain(request: Request) -> Response:
     targets = upcoming_targets(record, at, count) if st.task.active else []
     upcoming = []
     for target in targets:
-        text = _local_line(record, target)
+        text = local_line(record, target)
         upcoming.append(
             {
                 "scheduledAt": format_instant(target),

@@ -17,9 +17,9 @@ require_serve()
 import httpx  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
+from schedlog.host.backends import open_store  # noqa: E402
 from schedlog.host.service import HostService  # noqa: E402
 from schedlog.host.sessions import SessionsDirectory  # noqa: E402
-from schedlog.host.store import open_store  # noqa: E402
 from schedlog.runtime.clock import VirtualClock  # noqa: E402
 from schedlog.serve.app import Host, build_app  # noqa: E402
 from schedlog.serve.auth import allowed_hosts  # noqa: E402

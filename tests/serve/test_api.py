@@ -11,7 +11,7 @@ from tests.serve.deps import require_serve
 
 require_serve()
 
-from schedlog.host import catalog as host_catalog  # noqa: E402
+from schedlog.host import tool_schemas as host_tool_schemas  # noqa: E402
 from schedlog.serve import bodies  # noqa: E402
 from tests.host.helpers import T0, ms  # noqa: E402
 from tests.serve.support import Api, running_api  # noqa: E402
@@ -24,7 +24,7 @@ def conforms(value: Any, tp: Any) -> None:
 
 def test_tool_values_are_the_host_tool_values(api: Api) -> None:
     view = api.create(title="  Standup  ", prompt=" Stand up ")
-    conforms(view, host_catalog.AfterView)
+    conforms(view, host_tool_schemas.AfterView)
     assert view["title"] == "Standup" and view["prompt"] == "Stand up"
     listed = api.tool("s-1", "schedule_list", {})
     assert listed.status_code == 200
