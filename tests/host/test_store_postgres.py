@@ -20,9 +20,9 @@ from structlog.testing import capture_logs
 from schedlog.cli.host_cmd import HostBatch
 from schedlog.cli.main import build_parser, main
 from schedlog.errors import StoreOpenError
+from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.service import HostService
-from schedlog.host.backends import open_store
 from schedlog.host.store import StoreWriteError
 from schedlog.host.task import encode_task
 from schedlog.host.validate import validate_store_report
