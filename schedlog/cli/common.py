@@ -123,7 +123,13 @@ def run_batch(
         except ScheduleError as exc:
             result = {"error": exc.to_value()}
         except Exception as exc:  # pragma: no cover - defensive, logged for the operator
-            print(js_dumps({"event": "batch.internal_error", "error": repr(exc)}), file=sys.stderr)
+            diagnostic = {
+                "event": "batch.internal_error",
+                "level": "error",
+                "error": repr(exc),
+                "message": f"schedule: batch request failed: {exc!r}",
+            }
+            print(js_dumps(diagnostic), file=sys.stderr)
             result = {"error": {"code": "internal_error", "message": INTERNAL_MESSAGE}}
         write_json_line(result, out)
 

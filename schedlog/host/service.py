@@ -23,9 +23,11 @@ from sortedcontainers import SortedList
 
 from schedlog._crashpoints import crashpoint
 from schedlog.absent import ABSENT
+from schedlog.delivery_plan import plan_delivery
+from schedlog.diagnostics import failure_fields, recovered_fields
 from schedlog.errors import ScheduleError
-from schedlog.eventlog.followups import Member, build_followup
-from schedlog.framing import FramedReminder, batch_framing, single_framing
+from schedlog.eventlog.followups import build_followup
+from schedlog.framing import FramedReminder
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered, Group, commit_member, occurrence, plan_groups
@@ -33,9 +35,10 @@ from schedlog.host.history import check_limit, history_page
 from schedlog.host.sessions import SessionController
 from schedlog.host.store import StoredTask, TaskStore
 from schedlog.host.task import Task, catalog_entry, new_task
+from schedlog.protocols import HOST
 from schedlog.rules.decide import Decision
 from schedlog.rules.record import Record
-from schedlog.rules.records import build_host_record, validate_host_create_args
+from schedlog.rules.records import build_record, validate_host_create_args
 from schedlog.rules.update import UpdateResult, resolve_update
 from schedlog.runtime.clock import MAX_WAIT_MS
 from schedlog.runtime.interfaces import Clock
@@ -176,7 +179,8 @@ class HostCore:
             message = getattr(exc, "message", str(exc))
             _log.warning(
                 "legacy.unreadable",
-                session_id=session_id,
+                sessionId=session_id,
+                error=message,
                 message=(
                     f'schedule: Session "{session_id}" historical events could not be read '
                     f"({message}); the legacy reminder is ignored."
@@ -186,7 +190,7 @@ class HostCore:
         if count:
             _log.warning(
                 "legacy.reminders",
-                session_id=session_id,
+                sessionId=session_id,
                 message=(
                     f'schedule: Session "{session_id}" contains legacy reminders; recreate '
                     "active reminders with schedule_create."
@@ -340,45 +344,32 @@ class HostCore:
                 members.append((st, occurrence(st.task, decision_time)))
             if not members:
                 return None
-            known = session.delivered
-            ids: dict[str, str] = {}
-            to_send: list[tuple[StoredTask, Decision]] = []
-            for st, decision in members:
-                found = known.get(Member(st.task.id, decision.occurrence_at))
-                if found is None:
-                    to_send.append((st, decision))
-                else:
-                    ids[st.task.id] = found
-                    _log.info(
-                        "delivery.recovered",
-                        id=st.task.id,
-                        occurrence_at=decision.occurrence_at,
-                        message_id=found,
-                        message=(
-                            f"schedule: reminder {st.task.id} at {decision.occurrence_at} "
-                            f"already delivered as {found}"
-                        ),
-                    )
+            plan = plan_delivery(
+                session_id,
+                [
+                    FramedReminder(st.task.id, d.occurrence_at, st.task.record.prompt)
+                    for st, d in members
+                ],
+                batch=not group.one_shot,
+                delivered=session.delivered,
+            )
+            ids: dict[str, str] = {member.id: mid for member, mid in plan.recovered.items()}
+            for member, held_by in plan.recovered.items():
+                _log.info("delivery.recovered", **recovered_fields(member, held_by))
             sent: Delivered | None = None
             delivered_at: int | None = None
-            if to_send:
-                framed = [
-                    FramedReminder(st.task.id, d.occurrence_at, st.task.record.prompt)
-                    for st, d in to_send
-                ]
-                text = single_framing(framed[0]) if group.one_shot else batch_framing(framed)
-                sent_members = tuple(Member(f.id, f.occurrence_at) for f in framed)
+            if plan.text is not None and plan.message_id is not None:
+                sent_members = plan.members
                 event = build_followup(
-                    session_id, sent_members, text, decision_time, protocol="host"
+                    session_id, sent_members, plan.text, decision_time, protocol=HOST
                 )
                 session.append(event)
                 if not session.flush():
                     raise ScheduleError("internal_error", MSG_BARRIER)
-                message_id = str(event["data"]["messageId"])
-                for st, _ in to_send:
-                    ids[st.task.id] = message_id
+                for member in sent_members:
+                    ids[member.id] = plan.message_id
                 delivered_at = now()
-                sent = Delivered(session_id, message_id, text, sent_members)
+                sent = Delivered(session_id, plan.message_id, plan.text, sent_members)
                 crashpoint("host.after_followup")
             for st, decision in members:
                 at = delivered_at if delivered_at is not None else now()
@@ -486,10 +477,10 @@ class HostService:
     async def create(self, session_id: str, args: object) -> Record:
         """Create a task (§11.5); raises :class:`ScheduleInputError` for invalid input."""
         self._check_open()
-        validate_host_create_args(args)
+        request = validate_host_create_args(args)  # parsed once; built from the typed request
         task_id = new_task_id()
         now = self.clock.now_ms()  # before queueing: a create may already be due when it lands
-        record = build_host_record(args, id=task_id, now=now)
+        record = build_record(request, id=task_id, now=now)
         if type(session_id) is not str or not session_id:
             # A task's sessionId must be a non-empty string (§11.1): writing one that is not
             # would leave a task that refuses the whole store at the next open.
@@ -579,9 +570,7 @@ class HostService:
             scan_now = self.clock.now_ms()
             groups = plan_groups(self.core.due(scan_now, excluded))
         except Exception as exc:
-            _log.error(
-                "delivery.stopped", error=str(exc), message=f"schedule: dispatch stopped: {exc}"
-            )
+            _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
             return [], set()
         sent: list[Delivered] = []
         failed: set[str] = set()

@@ -73,7 +73,12 @@ class HostTools:
                 return dict(INTERNAL_ERROR)
             return exc.to_value()
         except Exception as exc:
-            _log.error("tool.failed", tool=name, error=repr(exc))
+            _log.error(
+                "tool.failed",
+                tool=name,
+                error=repr(exc),
+                message=f"schedule: tool {name} failed: {exc!r}",
+            )
             return dict(INTERNAL_ERROR)
 
     def _view(self, record: Any) -> dict[str, Any]:

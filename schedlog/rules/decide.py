@@ -34,6 +34,7 @@ __all__ = [
     "first_calendar",
     "first_cron",
     "first_every",
+    "offset_target",
 ]
 
 MIN_EVERY_SECONDS_SESSION: Final = 300
@@ -83,7 +84,9 @@ def check_every_seconds(value: object, minimum: int) -> int:
     return n
 
 
-def _offset_target(now: int, seconds: int) -> int:
+def offset_target(now: int, seconds: int) -> int:
+    """``now + seconds × 1000`` for an already checked interval (SPEC §7.3, §7.4), or
+    ``time_out_of_range`` when ``now`` or the target is not representable."""
     if not is_representable(now):
         raise ScheduleInputError("time_out_of_range", MSG_OUT_OF_RANGE)
     target = now + seconds * 1000
@@ -94,12 +97,12 @@ def _offset_target(now: int, seconds: int) -> int:
 
 def first_after(after_seconds: object, now: int) -> int:
     """First target of an ``after`` rule: ``now + after_seconds × 1000`` (SPEC §7.3)."""
-    return _offset_target(now, check_after_seconds(after_seconds))
+    return offset_target(now, check_after_seconds(after_seconds))
 
 
 def first_every(every_seconds: object, now: int, minimum: int) -> int:
     """First target of an ``every`` rule, anchored at ``now`` (SPEC §7.4)."""
-    return _offset_target(now, check_every_seconds(every_seconds, minimum))
+    return offset_target(now, check_every_seconds(every_seconds, minimum))
 
 
 def _check_creation_now(kind: str, now: int) -> None:

@@ -23,10 +23,9 @@ from schedlog.rules.decide import (
     cached_cron,
     check_after_seconds,
     check_every_seconds,
-    first_after,
     first_calendar,
     first_cron,
-    first_every,
+    offset_target,
 )
 from schedlog.rules.instants import parse_canonical_instant
 from schedlog.rules.record import Kind, Record
@@ -44,8 +43,8 @@ __all__ = [
     "SESSION_SELECTORS",
     "CreateRequest",
     "build_host_record",
+    "build_record",
     "build_session_record",
-    "build_timing_record",
     "check_prompt",
     "check_title",
     "decode_host_record",
@@ -249,10 +248,14 @@ def record_from_json(value: object, protocol: Literal["host", "legacy", "auto"])
 
 
 class CreateRequest(NamedTuple):
-    """Create arguments that passed the shape-only checks (no clock, no persistence)."""
+    """Create arguments parsed once by the shape-only checks (no clock, no persistence);
+    :func:`build_record` builds the record from it without checking them again."""
 
     selector: Selector
-    value: object  #: the raw selector value; numeric selectors are already checked
+    #: ``after_seconds`` / ``every_seconds``: the checked interval (an ``int``); ``at``,
+    #: ``daily``, ``weekly``, ``cron``: the raw JSON value, parsed by :func:`build_record`
+    #: (``at`` needs the clock sample).
+    value: object
     prompt: str  #: trimmed
     title: str | None  #: trimmed; None for the session-local protocol
 
@@ -285,11 +288,13 @@ def _only_selector(
     return args, cast(Selector, present[0])
 
 
-def _check_numeric(selector: Selector, value: object, every_minimum: int) -> None:
+def _check_numeric(selector: Selector, value: object, every_minimum: int) -> object:
+    """The checked interval of a numeric selector; any other selector's value unchanged."""
     if selector == "after_seconds":
-        check_after_seconds(value)
-    elif selector == "every_seconds":
-        check_every_seconds(value, every_minimum)
+        return check_after_seconds(value)
+    if selector == "every_seconds":
+        return check_every_seconds(value, every_minimum)
+    return value
 
 
 def validate_session_create_args(args: object) -> CreateRequest:
@@ -303,8 +308,7 @@ def validate_session_create_args(args: object) -> CreateRequest:
         args, _SESSION_ARG_KEYS, SESSION_SELECTORS, MSG_SESSION_SELECTOR
     )
     prompt = check_prompt(mapping.get("prompt"))
-    value = mapping[selector]
-    _check_numeric(selector, value, MIN_EVERY_SECONDS_SESSION)
+    value = _check_numeric(selector, mapping[selector], MIN_EVERY_SECONDS_SESSION)
     return CreateRequest(selector, value, prompt, None)
 
 
@@ -317,8 +321,7 @@ def validate_host_create_args(args: object) -> CreateRequest:
     mapping, selector = _only_selector(args, _HOST_ARG_KEYS, HOST_SELECTORS, MSG_HOST_SELECTOR)
     prompt = check_prompt(mapping.get("prompt"))
     title = check_title(mapping.get("title"))
-    value = mapping[selector]
-    _check_numeric(selector, value, MIN_EVERY_SECONDS_HOST)
+    value = _check_numeric(selector, mapping[selector], MIN_EVERY_SECONDS_HOST)
     return CreateRequest(selector, value, prompt, title)
 
 
@@ -332,46 +335,36 @@ def parse_cron_selector(value: object) -> tuple[CronRule, Zone, str]:
     return rule, zone, canonical
 
 
-def build_timing_record(
-    selector: Selector,
-    value: object,
-    *,
-    id: str,
-    prompt: str,
-    title: str | None,
-    now: int,
-    every_minimum: int,
-) -> Record:
-    """Build a record from one selector at clock sample ``now`` (epoch ms), as at creation.
+def build_record(request: CreateRequest, *, id: str, now: int) -> Record:
+    """Build the record of a parsed create request at clock sample ``now`` (epoch ms).
 
-    ``prompt`` and ``title`` must already be validated and trimmed. Raises
-    :class:`ScheduleInputError` (``invalid_rule``, ``invalid_time_zone``, ``frequency_too_high``,
-    ``time_out_of_range``, ``not_future``).
+    The request's prompt, title and interval were checked when it was parsed and are not
+    checked again. Raises :class:`ScheduleInputError` for what needs the clock or the rule
+    parsers (``invalid_rule``, ``invalid_time_zone``, ``time_out_of_range``, ``not_future``).
     """
+    selector, value, prompt, title = request
     if selector == "after_seconds":
-        seconds = check_after_seconds(value)
-        target = first_after(seconds, now)
+        seconds = cast(int, value)
         return Record(
             id=id,
             kind="after",
             title=title,
             prompt=prompt,
             after_seconds=seconds,
-            scheduled_at=target,
+            scheduled_at=offset_target(now, seconds),
         )
     if selector == "at":
         target = parse_at(value, now)
         return Record(id=id, kind="at", title=title, prompt=prompt, scheduled_at=target)
     if selector == "every_seconds":
-        seconds = check_every_seconds(value, every_minimum)
-        target = first_every(seconds, now, every_minimum)
+        seconds = cast(int, value)
         return Record(
             id=id,
             kind="every",
             title=title,
             prompt=prompt,
             every_seconds=seconds,
-            scheduled_at=target,
+            scheduled_at=offset_target(now, seconds),
         )
     if selector in ("daily", "weekly"):
         rule = parse_calendar(selector, value)
@@ -404,28 +397,10 @@ def build_session_record(args: object, *, id: str, now: int) -> Record:
 
     ``id`` is the allocated id (§10.4); ``now`` is the one clock sample, epoch ms.
     """
-    request = validate_session_create_args(args)
-    return build_timing_record(
-        request.selector,
-        request.value,
-        id=id,
-        prompt=request.prompt,
-        title=None,
-        now=now,
-        every_minimum=MIN_EVERY_SECONDS_SESSION,
-    )
+    return build_record(validate_session_create_args(args), id=id, now=now)
 
 
 def build_host_record(args: object, *, id: str, now: int) -> Record:
     """The record host ``schedule_create`` builds at ``now`` (SPEC §11.10 steps 1-6, §11.5
     step 4), for all six kinds. ``now`` is the one clock sample, epoch ms."""
-    request = validate_host_create_args(args)
-    return build_timing_record(
-        request.selector,
-        request.value,
-        id=id,
-        prompt=request.prompt,
-        title=request.title,
-        now=now,
-        every_minimum=MIN_EVERY_SECONDS_HOST,
-    )
+    return build_record(validate_host_create_args(args), id=id, now=now)

@@ -12,8 +12,8 @@ from typing import Any
 
 import structlog
 
+from schedlog.diagnostics import instant_field
 from schedlog.eventlog.followups import Member
-from schedlog.rules.instants import format_instant, is_representable
 from schedlog.runtime.clock import VirtualClock
 from schedlog.runtime.delivery import FAULTED, drive_pass
 from schedlog.runtime.interfaces import FollowupMessage
@@ -65,8 +65,8 @@ class BatchSession:
         if self.faulted:
             log.warning(
                 "owner.tick_skipped",
-                now=format_instant(now) if is_representable(now) else now,
-                text="schedule: live owner is faulted; nothing is delivered",
+                now=instant_field(now),
+                message="schedule: live owner is faulted; nothing is delivered",
             )
             return []
         delivered: list[dict[str, Any]] = []

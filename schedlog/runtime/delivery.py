@@ -3,7 +3,8 @@
 :func:`select_due` is the decision: a plain function of the active records and one clock sample,
 so batch mode runs it at virtual time and tests call it directly. :func:`deliver_claimed` is
 one delivery, run inside the maintenance claim and the serial queue: fold again, sample the
-clock, decide again, recover members already delivered, render the framing, ``followup()``,
+clock, decide again, plan the delivery (:func:`schedlog.delivery_plan.plan_delivery`: members
+already delivered are recovered, the others framed), ``followup()``,
 and only then append the dispatches. :func:`drive_pass` adds the preflight and post-dispatch
 barriers around it for callers whose agent is always idle (the batch CLI).
 """
@@ -17,13 +18,15 @@ from typing import Final, Literal
 import structlog
 
 from schedlog._crashpoints import crashpoint
+from schedlog.delivery_plan import plan_delivery
+from schedlog.diagnostics import failure_fields, instant_field, recovered_fields
 from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog.changes import DispatchChange
-from schedlog.eventlog.followups import Member, delivered_members, message_id
+from schedlog.eventlog.followups import Member, delivered_members
 from schedlog.fold import FoldState
-from schedlog.framing import FramedReminder, batch_framing, single_framing
+from schedlog.framing import FramedReminder
 from schedlog.rules.decide import decide
-from schedlog.rules.instants import format_instant, is_representable
+from schedlog.rules.instants import is_representable
 from schedlog.rules.record import Record
 from schedlog.runtime.interfaces import Agent, Clock, FollowupMessage, SessionLog
 from schedlog.runtime.tools import append_change, barrier, read_state
@@ -124,13 +127,6 @@ class Outcome:
     error: BaseException | None = None
 
 
-def _render(selection: Selection, members: Sequence[DueMember]) -> str:
-    framed = [FramedReminder(m.record.id, m.occurrence_at, m.record.prompt) for m in members]
-    if selection.batch:
-        return batch_framing(framed)
-    return single_framing(framed[0])
-
-
 def sample_clock(clock: Clock) -> int | None:
     """One clock sample, or None (with the ``owner.invalid_clock`` warning) when it is not a
     representable instant."""
@@ -138,15 +134,15 @@ def sample_clock(clock: Clock) -> int | None:
     if not is_representable(now):
         log.warning(
             "owner.invalid_clock",
-            now=now,
-            text="schedule: clock sample is not a representable instant",
+            now=instant_field(now),
+            message="schedule: clock sample is not a representable instant",
         )
         return None
     return now
 
 
 def _fault(error: BaseException) -> Outcome:
-    log.error("owner.faulted", error=str(error), text=f"schedule: live owner faulted: {error}")
+    log.error("owner.faulted", **failure_fields("live owner faulted", error))
     return Outcome("faulted", error=error)
 
 
@@ -183,50 +179,37 @@ def deliver_claimed(log_: SessionLog, agent: Agent, clock: Clock) -> Outcome:
     if selection is None:
         return Outcome("idle", deadline=next_deadline(state.active))
 
-    session_id = log_.header.session_id
     try:
         already = delivered_members(log_.events(), seed_length=log_.header.seed_length)
     except (CorruptScheduleError, OSError) as exc:
         return _fault(exc)
-    recovered: dict[Member, str] = {}
-    fresh: list[DueMember] = []
-    for due in selection.members:
-        held_by = already.get(due.member)
-        if held_by is None:
-            fresh.append(due)
-        else:
-            recovered[due.member] = held_by
 
     message: FollowupMessage | None = None
-    if fresh:
-        try:
-            members = tuple(due.member for due in fresh)
+    try:
+        plan = plan_delivery(
+            log_.header.session_id,
+            [
+                FramedReminder(due.record.id, due.occurrence_at, due.record.prompt)
+                for due in selection.members
+            ],
+            batch=selection.batch,
+            delivered=already,
+        )
+        if plan.text is not None and plan.message_id is not None:
             message = FollowupMessage(
-                message_id=message_id(session_id, members),
-                text=_render(selection, fresh),
-                members=members,
+                message_id=plan.message_id,
+                text=plan.text,
+                members=plan.members,
                 created_at=selection.now,
             )
             agent.followup(message)
-        except Exception as exc:
-            log.warning(
-                "owner.followup_failed",
-                error=str(exc),
-                text=f"schedule: reminder follow-up failed: {exc}",
-            )
-            return Outcome("followup_failed", error=exc)
+    except Exception as exc:
+        log.warning("owner.followup_failed", **failure_fields("reminder follow-up failed", exc))
+        return Outcome("followup_failed", error=exc)
+    if message is not None:
         crashpoint("session.after_followup")
-    for member, held_by in recovered.items():
-        log.info(
-            "delivery.recovered",
-            id=member.id,
-            occurrenceAt=format_instant(member.occurrence_at),
-            messageId=held_by,
-            text=(
-                f"schedule: reminder {member.id} at {format_instant(member.occurrence_at)} "
-                f"already delivered as {held_by}"
-            ),
-        )
+    for member, held_by in plan.recovered.items():
+        log.info("delivery.recovered", **recovered_fields(member, held_by))
 
     try:
         for due in selection.members:
@@ -237,7 +220,7 @@ def deliver_claimed(log_: SessionLog, agent: Agent, clock: Clock) -> Outcome:
             crashpoint("session.after_dispatch")
     except Exception as exc:
         return _fault(exc)
-    return Outcome("delivered", message=message, recovered=recovered)
+    return Outcome("delivered", message=message, recovered=plan.recovered)
 
 
 def preflight(log_: SessionLog) -> bool:
@@ -246,8 +229,7 @@ def preflight(log_: SessionLog) -> bool:
         return True
     log.warning(
         "owner.preflight_failed",
-        error="durability barrier failed",
-        text="schedule: persistence preflight failed: durability barrier failed",
+        **failure_fields("persistence preflight failed", "durability barrier failed"),
     )
     return False
 
@@ -258,7 +240,7 @@ def post_dispatch(log_: SessionLog) -> bool:
         return True
     log.warning(
         "owner.post_dispatch_failed",
-        text="schedule: post-dispatch durability barrier failed",
+        message="schedule: post-dispatch durability barrier failed",
     )
     return False
 

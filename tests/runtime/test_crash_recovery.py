@@ -78,7 +78,7 @@ def test_crash_between_followup_and_dispatch_then_restart(tmp_path: Path) -> Non
             "id": "schedule-1",
             "occurrenceAt": "2026-05-01T09:00:00.000Z",
             "messageId": "schedule-message-ae6f1bdc587b5d6fbd519bc46f309cba",
-            "text": "schedule: reminder schedule-1 at 2026-05-01T09:00:00.000Z already "
+            "message": "schedule: reminder schedule-1 at 2026-05-01T09:00:00.000Z already "
             "delivered as schedule-message-ae6f1bdc587b5d6fbd519bc46f309cba",
         }
     ]

@@ -155,7 +155,7 @@ def test_framing_is_rendered_before_followup(
     def broken(member: object) -> str:
         raise ValueError("cannot frame")
 
-    monkeypatch.setattr("schedlog.runtime.delivery.single_framing", broken)
+    monkeypatch.setattr("schedlog.delivery_plan.single_framing", broken)
     outcomes = drive_pass(harness, harness, clock)
     assert outcomes[0].kind == "followup_failed"
     assert "followup" not in harness.effects

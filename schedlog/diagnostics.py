@@ -1,0 +1,150 @@
+"""The one schema of diagnostic events, for both protocols (documented in docs/diagnostics.md).
+
+Every event is a ``structlog`` call ``logger.<level>(event, **fields)``: the event name, its
+level, a human ``message`` (recommended wording, never contractual) and the fields below. Field
+names are the wire format's camelCase names; instants are canonical instant strings
+(``2026-05-01T09:00:00.000Z``), except a clock sample that is not a representable instant, which
+is given as its epoch milliseconds (an integer). :data:`EVENTS` is the table; a test checks that
+every logging call in the package uses an event, level and field set from it, and that
+docs/diagnostics.md lists the same table.
+
+A leaf: it imports nothing from the package but the instant formatter and follow-up members.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, NamedTuple
+
+from schedlog.eventlog.followups import Member
+from schedlog.rules.instants import format_instant, is_representable
+
+__all__ = [
+    "EVENTS",
+    "EventSpec",
+    "Level",
+    "failure_fields",
+    "instant_field",
+    "recovered_fields",
+]
+
+Level = Literal["info", "warning", "error"]
+
+
+class EventSpec(NamedTuple):
+    """One diagnostic event: its level, its fields besides ``message``, and when it is logged."""
+
+    level: Level
+    fields: tuple[str, ...]
+    when: str
+    text: str  #: the recommended ``message``; ``<field>`` stands for a field's value
+
+
+EVENTS: Final[dict[str, EventSpec]] = {
+    "session_log.torn_tail_truncated": EventSpec(
+        "warning",
+        ("path", "bytes"),
+        "a torn tail was removed when a session log was opened for append",
+        "schedule: truncated <bytes> bytes of torn tail in <path>",
+    ),
+    "owner.preflight_failed": EventSpec(
+        "warning",
+        ("error",),
+        "session-local: the preflight barrier failed during a drive",
+        "schedule: persistence preflight failed: <error>",
+    ),
+    "owner.post_dispatch_failed": EventSpec(
+        "warning",
+        (),
+        "session-local: the barrier after the dispatch appends failed",
+        "schedule: post-dispatch durability barrier failed",
+    ),
+    "owner.faulted": EventSpec(
+        "error",
+        ("error",),
+        "session-local: a corrupt fold or a dispatch append failure",
+        "schedule: live owner faulted: <error>",
+    ),
+    "owner.invalid_clock": EventSpec(
+        "warning",
+        ("now",),
+        "session-local: the clock sample is outside the representable range",
+        "schedule: clock sample is not a representable instant",
+    ),
+    "owner.followup_failed": EventSpec(
+        "warning",
+        ("error",),
+        "session-local: framing or followup() failed",
+        "schedule: reminder follow-up failed: <error>",
+    ),
+    "owner.tick_skipped": EventSpec(
+        "warning",
+        ("now",),
+        "session-local batch: a tick while the live owner is faulted",
+        "schedule: live owner is faulted; nothing is delivered",
+    ),
+    "delivery.recovered": EventSpec(
+        "info",
+        ("id", "occurrenceAt", "messageId"),
+        "both protocols: a member was found already delivered (recovered)",
+        "schedule: reminder <id> at <occurrenceAt> already delivered as <messageId>",
+    ),
+    "delivery.unacknowledged": EventSpec(
+        "warning",
+        ("ids", "error"),
+        "host: a delivery group failed",
+        "schedule: reminders [<ids>] were not acknowledged: <error>",
+    ),
+    "delivery.stopped": EventSpec(
+        "error",
+        ("error",),
+        "host: drive admission failed",
+        "schedule: dispatch stopped: <error>",
+    ),
+    "legacy.unreadable": EventSpec(
+        "warning",
+        ("sessionId", "error"),
+        "host: a session's historical events could not be read",
+        'schedule: Session "<sessionId>" historical events could not be read (<error>);'
+        " the legacy reminder is ignored.",
+    ),
+    "legacy.reminders": EventSpec(
+        "warning",
+        ("sessionId",),
+        "host: a session holds legacy reminders",
+        'schedule: Session "<sessionId>" contains legacy reminders; recreate active reminders'
+        " with schedule_create.",
+    ),
+    "tool.failed": EventSpec(
+        "error",
+        ("tool", "error"),
+        "host: an unexpected exception in a tool, answered as internal_error",
+        "schedule: tool <tool> failed: <error>",
+    ),
+    "batch.internal_error": EventSpec(
+        "error",
+        ("error",),
+        "batch commands: an unexpected exception for one request line, answered as internal_error",
+        "schedule: batch request failed: <error>",
+    ),
+}
+
+
+def instant_field(ms: int) -> str | int:
+    """An instant for a diagnostic field: canonical when representable, else epoch ms."""
+    return format_instant(ms) if is_representable(ms) else ms
+
+
+def recovered_fields(member: Member, message_id: str) -> dict[str, str]:
+    """The fields of ``delivery.recovered`` for ``member`` held by ``message_id``."""
+    at = format_instant(member.occurrence_at)
+    return {
+        "id": member.id,
+        "occurrenceAt": at,
+        "messageId": message_id,
+        "message": f"schedule: reminder {member.id} at {at} already delivered as {message_id}",
+    }
+
+
+def failure_fields(what: str, error: BaseException | str) -> dict[str, str]:
+    """``error`` and ``message`` (``schedule: <what>: <error>``) of a failure event."""
+    return {"error": str(error), "message": f"schedule: {what}: {error}"}
