@@ -3,57 +3,66 @@
 The public names are importable from here. They load lazily (PEP 562), so ``import schedlog``
 and the command line stay cheap: the host service and the asyncio runtime are imported only
 when one of their names is first used.
+
+:data:`_LAZY` is the one table of the public names (name -> module); ``__all__`` is derived
+from it and the four eagerly imported errors. The ``TYPE_CHECKING`` imports repeat the table for
+type checkers only, and a test keeps them equal to it.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Final
 
-from schedlog.errors import CorruptScheduleError, ScheduleError, ScheduleInputError, StoreOpenError
+from schedlog._lazy import lazy_exports
+from schedlog.errors import CorruptScheduleError as CorruptScheduleError
+from schedlog.errors import ScheduleError as ScheduleError
+from schedlog.errors import ScheduleInputError as ScheduleInputError
+from schedlog.errors import StoreOpenError as StoreOpenError
 
-if TYPE_CHECKING:
-    from schedlog.eventlog import (
-        Header,
-        LogEvent,
-        decode_change,
-        fork_log,
-        message_id,
-        read_log,
-    )
-    from schedlog.fold import FoldState, fold, next_schedule_id
-    from schedlog.framing import batch_framing, single_framing
-    from schedlog.host.backends import open_store
-    from schedlog.host.service import HostService
-    from schedlog.host.sessions import SessionsDirectory
-    from schedlog.host.store import TaskStore
-    from schedlog.host.tools import HostTools
-    from schedlog.invariant import check
-    from schedlog.invariant.appender import LogAppender
-    from schedlog.rules.at import parse_at
-    from schedlog.rules.cron import canonical_cron, parse_cron
-    from schedlog.rules.decide import Decision, decide
-    from schedlog.rules.instants import format_instant, parse_canonical_instant
-    from schedlog.rules.record import Record
-    from schedlog.rules.records import (
-        build_host_record,
-        build_session_record,
-        decode_host_record,
-        decode_legacy_record,
-    )
-    from schedlog.rules.update import resolve_update
-    from schedlog.rules.zones import canonical_zone_name, check_time_zone
-    from schedlog.runtime import (
-        Agent,
-        Clock,
-        FileSession,
-        SessionEngine,
-        SessionLog,
-        SystemClock,
-        VirtualClock,
-    )
+if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-export)
+    from schedlog.eventlog import Header as Header
+    from schedlog.eventlog import LogEvent as LogEvent
+    from schedlog.eventlog import decode_change as decode_change
+    from schedlog.eventlog import fork_log as fork_log
+    from schedlog.eventlog import message_id as message_id
+    from schedlog.eventlog import read_log as read_log
+    from schedlog.fold import FoldState as FoldState
+    from schedlog.fold import fold as fold
+    from schedlog.fold import next_schedule_id as next_schedule_id
+    from schedlog.framing import batch_framing as batch_framing
+    from schedlog.framing import single_framing as single_framing
+    from schedlog.host.backends import open_store as open_store
+    from schedlog.host.service import HostService as HostService
+    from schedlog.host.sessions import SessionsDirectory as SessionsDirectory
+    from schedlog.host.store import TaskStore as TaskStore
+    from schedlog.host.tools import HostTools as HostTools
+    from schedlog.invariant import check as check
+    from schedlog.invariant.appender import LogAppender as LogAppender
+    from schedlog.rules.at import parse_at as parse_at
+    from schedlog.rules.cron import canonical_cron as canonical_cron
+    from schedlog.rules.cron import parse_cron as parse_cron
+    from schedlog.rules.decide import Decision as Decision
+    from schedlog.rules.decide import decide as decide
+    from schedlog.rules.instants import format_instant as format_instant
+    from schedlog.rules.instants import parse_canonical_instant as parse_canonical_instant
+    from schedlog.rules.record import Record as Record
+    from schedlog.rules.records import build_host_record as build_host_record
+    from schedlog.rules.records import build_session_record as build_session_record
+    from schedlog.rules.records import decode_host_record as decode_host_record
+    from schedlog.rules.records import decode_legacy_record as decode_legacy_record
+    from schedlog.rules.update import resolve_update as resolve_update
+    from schedlog.rules.zones import canonical_zone_name as canonical_zone_name
+    from schedlog.rules.zones import check_time_zone as check_time_zone
+    from schedlog.runtime import Agent as Agent
+    from schedlog.runtime import Clock as Clock
+    from schedlog.runtime import FileSession as FileSession
+    from schedlog.runtime import SessionEngine as SessionEngine
+    from schedlog.runtime import SessionLog as SessionLog
+    from schedlog.runtime import SystemClock as SystemClock
+    from schedlog.runtime import VirtualClock as VirtualClock
 
-_LAZY: dict[str, str] = {
+#: Every lazily loaded public name -> the module it is imported from on first use.
+_LAZY: Final[dict[str, str]] = {
     "Agent": "schedlog.runtime",
     "Clock": "schedlog.runtime",
     "Decision": "schedlog.rules.decide",
@@ -95,63 +104,8 @@ _LAZY: dict[str, str] = {
     "resolve_update": "schedlog.rules.update",
     "single_framing": "schedlog.framing",
 }
+_EAGER: Final = (CorruptScheduleError, ScheduleError, ScheduleInputError, StoreOpenError)
 
-__all__ = [
-    "Agent",
-    "Clock",
-    "CorruptScheduleError",
-    "Decision",
-    "FileSession",
-    "FoldState",
-    "Header",
-    "HostService",
-    "HostTools",
-    "LogAppender",
-    "LogEvent",
-    "Record",
-    "ScheduleError",
-    "ScheduleInputError",
-    "SessionEngine",
-    "SessionLog",
-    "SessionsDirectory",
-    "StoreOpenError",
-    "SystemClock",
-    "TaskStore",
-    "VirtualClock",
-    "batch_framing",
-    "build_host_record",
-    "build_session_record",
-    "canonical_cron",
-    "canonical_zone_name",
-    "check",
-    "check_time_zone",
-    "decide",
-    "decode_change",
-    "decode_host_record",
-    "decode_legacy_record",
-    "fold",
-    "fork_log",
-    "format_instant",
-    "message_id",
-    "next_schedule_id",
-    "open_store",
-    "parse_at",
-    "parse_canonical_instant",
-    "parse_cron",
-    "read_log",
-    "resolve_update",
-    "single_framing",
-]
+__all__ = sorted([*(error.__name__ for error in _EAGER), *_LAZY])
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'schedlog' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -40,3 +40,47 @@ def test_rules_exports_resolve_and_are_sorted() -> None:
     assert list(rules.__all__) == sorted(rules.__all__, key=lambda n: (not n.isupper(), n))
     for name in rules.__all__:
         assert getattr(rules, name) is not None, name
+
+
+def _type_checking_imports(path: str) -> dict[str, str]:
+    """name -> module of the ``if TYPE_CHECKING:`` imports of a module file."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module is not None
+                for alias in imp.names:
+                    assert alias.asname in (None, alias.name)
+                    out[alias.name] = imp.module
+    return out
+
+
+def test_public_names_come_from_one_table() -> None:
+    import schedlog.eventlog as eventlog
+
+    for package, eager in ((schedlog, 4), (eventlog, 0)):
+        table = package._LAZY  # type: ignore[attr-defined]
+        assert len(package.__all__) == len(table) + eager
+        assert set(table) <= set(package.__all__)
+        # The static imports for type checkers repeat the table exactly.
+        assert _type_checking_imports(str(package.__file__)) == table
+        for name, module in table.items():
+            if f"{package.__name__}.{name}" in sys.modules:
+                continue  # a subpackage of the same name (schedlog.fold) shadows it once imported
+            assert getattr(package, name) is getattr(__import__(module, fromlist=[name]), name)
+
+
+def test_lazy_getattr_is_written_once() -> None:
+    from pathlib import Path
+
+    package = Path(schedlog.__file__).parent
+    defining = sorted(
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if "def __getattr__(" in p.read_text(encoding="utf-8")
+    )
+    assert defining == ["_lazy.py"]

@@ -14,25 +14,19 @@ from here; they load on first use.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 from typing import TYPE_CHECKING, Any, Final
 
-from schedlog.cli._lazy import lazy_command
+from schedlog._lazy import lazy_command, lazy_exports
 
 if TYPE_CHECKING:
     from schedlog.cli._host import BatchClock, HostBatch
 
 __all__ = ["BatchClock", "HostBatch", "register"]
 
-_LAZY: Final = frozenset({"BatchClock", "HostBatch"})
-
-
-def __getattr__(name: str) -> Any:
-    """The implementation's classes, imported on first use (PEP 562)."""
-    if name in _LAZY:
-        return getattr(importlib.import_module("schedlog.cli._host"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: The implementation's classes, imported on first use.
+_LAZY: Final = {"BatchClock": "schedlog.cli._host", "HostBatch": "schedlog.cli._host"}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 # --- commands: each imports its implementation when it runs -----------------------------------

@@ -13,8 +13,9 @@ importable from here; they load on first use.
 from __future__ import annotations
 
 import argparse
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from schedlog._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from schedlog.cli._logs import (
@@ -39,8 +40,9 @@ __all__ = [
     "validate_report",
 ]
 
-_LAZY: Final = frozenset(
-    {
+#: The implementation's public names, imported on first use.
+_LAZY: Final = dict.fromkeys(
+    (
         "PROGRESS_THRESHOLD",
         "LogCheck",
         "StoreValidator",
@@ -48,15 +50,10 @@ _LAZY: Final = frozenset(
         "parse_at",
         "replay_report",
         "validate_report",
-    }
+    ),
+    "schedlog.cli._logs",
 )
-
-
-def __getattr__(name: str) -> Any:
-    """The implementation's public names, imported on first use (PEP 562)."""
-    if name in _LAZY:
-        return getattr(importlib.import_module("schedlog.cli._logs"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 def read_log(path: str) -> LogContents:

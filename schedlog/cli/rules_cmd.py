@@ -7,17 +7,20 @@ Only the argparse wiring lives here: each command imports its implementation
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any, Final
 
-from schedlog.cli._lazy import lazy_command
+from schedlog._lazy import lazy_command, lazy_exports
 
 if TYPE_CHECKING:
     from schedlog.cli._rules import RULES_OPS, decode_any_record, upcoming_targets
 
 __all__ = ["OP_NAMES", "RULES_OPS", "decode_any_record", "register", "upcoming_targets"]
 
-_LAZY: Final = frozenset({"RULES_OPS", "decision_json", "decode_any_record", "upcoming_targets"})
+#: The implementation's public names, imported on first use.
+_LAZY: Final = dict.fromkeys(
+    ("RULES_OPS", "decision_json", "decode_any_record", "upcoming_targets"), "schedlog.cli._rules"
+)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 #: The ``rules batch`` ops in the order of ``RULES_OPS``, for the help text (a test keeps the
 #: two equal, so the help never imports the rules layer).
@@ -32,13 +35,6 @@ OP_NAMES: Final = (
     "decode_change",
     "fold",
 )
-
-
-def __getattr__(name: str) -> Any:
-    """The implementation's public names, imported on first use (PEP 562)."""
-    if name in _LAZY:
-        return getattr(importlib.import_module("schedlog.cli._rules"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _cmd_batch = lazy_command("schedlog.cli._rules", "cmd_batch")

@@ -15,7 +15,7 @@ import argparse
 import importlib
 from typing import TYPE_CHECKING, Any, Final
 
-from schedlog.cli._lazy import lazy_command
+from schedlog._lazy import lazy_command, lazy_exports
 
 if TYPE_CHECKING:
     from schedlog.cli._session import run_live_session, session_batch_handlers
@@ -35,13 +35,7 @@ _LAZY: Final = {
     "run_live_session": "schedlog.cli._session",
     "session_batch_handlers": "schedlog.cli._session",
 }
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 def register(subparsers: Any) -> None:

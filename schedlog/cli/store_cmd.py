@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schedlog.cli._lazy import lazy_command
+from schedlog._lazy import lazy_command
 from schedlog.cli.host_cmd import store_args
 
 __all__ = ["register"]

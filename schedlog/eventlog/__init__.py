@@ -5,69 +5,41 @@ Appending, which the replay invariant guards, is :class:`schedlog.invariant.appe
 The names below load lazily: importing one submodule (the reader, say) costs only that module.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Final
 
-if TYPE_CHECKING:
-    from schedlog.eventlog.changes import (
-        Change,
-        CreateChange,
-        DeleteChange,
-        DispatchChange,
-        change_to_json,
-        decode_change,
-    )
-    from schedlog.eventlog.errors import CorruptLogError
-    from schedlog.eventlog.events import (
-        FOLLOWUP_TYPE,
-        SCHEDULE_CHANGE_TYPE,
-        LogEvent,
-        encode_line,
-        event_from_value,
-    )
-    from schedlog.eventlog.followups import (
-        Followup,
-        Member,
-        build_followup,
-        delivered_members,
-        message_id,
-        parse_followup,
-    )
-    from schedlog.eventlog.fork import fork_log
-    from schedlog.eventlog.header import Header, decode_header
-    from schedlog.eventlog.reader import LogContents, LogCorruption, parse_log, read_log
+from schedlog._lazy import lazy_exports
 
-__all__ = [
-    "FOLLOWUP_TYPE",
-    "SCHEDULE_CHANGE_TYPE",
-    "Change",
-    "CorruptLogError",
-    "CreateChange",
-    "DeleteChange",
-    "DispatchChange",
-    "Followup",
-    "Header",
-    "LogContents",
-    "LogCorruption",
-    "LogEvent",
-    "Member",
-    "build_followup",
-    "change_to_json",
-    "decode_change",
-    "decode_header",
-    "delivered_members",
-    "encode_line",
-    "event_from_value",
-    "fork_log",
-    "message_id",
-    "parse_followup",
-    "parse_log",
-    "read_log",
-]
+if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-export)
+    from schedlog.eventlog.changes import Change as Change
+    from schedlog.eventlog.changes import CreateChange as CreateChange
+    from schedlog.eventlog.changes import DeleteChange as DeleteChange
+    from schedlog.eventlog.changes import DispatchChange as DispatchChange
+    from schedlog.eventlog.changes import change_to_json as change_to_json
+    from schedlog.eventlog.changes import decode_change as decode_change
+    from schedlog.eventlog.errors import CorruptLogError as CorruptLogError
+    from schedlog.eventlog.events import FOLLOWUP_TYPE as FOLLOWUP_TYPE
+    from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE as SCHEDULE_CHANGE_TYPE
+    from schedlog.eventlog.events import LogEvent as LogEvent
+    from schedlog.eventlog.events import encode_line as encode_line
+    from schedlog.eventlog.events import event_from_value as event_from_value
+    from schedlog.eventlog.followups import Followup as Followup
+    from schedlog.eventlog.followups import Member as Member
+    from schedlog.eventlog.followups import build_followup as build_followup
+    from schedlog.eventlog.followups import delivered_members as delivered_members
+    from schedlog.eventlog.followups import message_id as message_id
+    from schedlog.eventlog.followups import parse_followup as parse_followup
+    from schedlog.eventlog.fork import fork_log as fork_log
+    from schedlog.eventlog.header import Header as Header
+    from schedlog.eventlog.header import decode_header as decode_header
+    from schedlog.eventlog.reader import LogContents as LogContents
+    from schedlog.eventlog.reader import LogCorruption as LogCorruption
+    from schedlog.eventlog.reader import parse_log as parse_log
+    from schedlog.eventlog.reader import read_log as read_log
 
-#: name -> its module. Loaded on first use (PEP 562), so reading a log (``eventlog.reader``)
-#: does not import the follow-up helpers.
-_LAZY: dict[str, str] = {
+#: The public names, each -> its module: the one table (``__all__`` is derived from it). Loaded
+#: on first use (PEP 562), so reading a log (``eventlog.reader``) does not import the follow-up
+#: helpers.
+_LAZY: Final[dict[str, str]] = {
     "Change": "schedlog.eventlog.changes",
     "CreateChange": "schedlog.eventlog.changes",
     "DeleteChange": "schedlog.eventlog.changes",
@@ -95,15 +67,5 @@ _LAZY: dict[str, str] = {
     "read_log": "schedlog.eventlog.reader",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

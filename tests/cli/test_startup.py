@@ -72,7 +72,7 @@ def test_registering_every_command_imports_no_implementation() -> None:
         "schedlog.errors",
         "schedlog.cli",
         "schedlog.cli.main",
-        "schedlog.cli._lazy",
+        "schedlog._lazy",
         "schedlog.cli.host_cmd",
         "schedlog.cli.logs_cmd",
         "schedlog.cli.rules_cmd",

@@ -1,0 +1,54 @@
+"""Lazy loading, written once: module attributes (PEP 562) and command handlers.
+
+``schedlog``, ``schedlog.eventlog`` and the ``schedlog.cli.*_cmd`` modules keep ``import`` and
+``schedlog --help`` cheap by importing what they export, or the command they run, only when it
+is first used. A leaf: it imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["lazy_command", "lazy_exports"]
+
+
+def lazy_exports(
+    module_name: str, table: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of module ``module_name`` (PEP 562), for the names
+    of ``table`` (name -> the module that defines it).
+
+    A name loads on first use, from its module, and is then kept in the module's namespace;
+    any other name is an ``AttributeError``. Use as
+    ``__getattr__, __dir__ = lazy_exports(__name__, _LAZY)``.
+    """
+
+    def __getattr__(name: str) -> Any:
+        source = table.get(name)
+        if source is None:
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(source), name)
+        setattr(sys.modules[module_name], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[module_name])) | set(table))
+
+    return __getattr__, __dir__
+
+
+def lazy_command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """A command handler that imports ``module`` on first call and runs its ``name(args)``."""
+
+    def handler(args: argparse.Namespace) -> int:
+        command: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(module), name
+        )
+        return command(args)
+
+    handler.__name__ = handler.__qualname__ = name
+    return handler
