@@ -212,6 +212,18 @@ def _mask(values: tuple[int, ...]) -> int:
     return bits
 
 
+class _WalkMemo:
+    """What a rule's walks remember between calls: ``month``, the month ``(first day, length,
+    year, month)`` of the last local day looked up. Consecutive calls mostly fall in the same
+    month, and ``civil_from_days`` costs more than the rest of a lookup. A memo: results never
+    depend on it, only speed."""
+
+    __slots__ = ("month",)
+
+    def __init__(self) -> None:
+        self.month: tuple[int, int, int, int] = (0, 31, 1970, 1)
+
+
 @dataclass(frozen=True, slots=True)
 class CronRule:
     """A parsed cron rule: five sorted value sets and five star flags (SPEC §8.3).
@@ -241,6 +253,8 @@ class CronRule:
     _times: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _next_dom: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
     _prev_dom: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+    # The rule's walk memo (see _WalkMemo): mutable state owned by the rule, not by the module.
+    _walk: _WalkMemo = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         sets = (self.minutes, self.hours, self.days_of_month, self.months, self.days_of_week)
@@ -282,6 +296,7 @@ class CronRule:
         next_dom, prev_dom = _day_tables(dom_mask, dow_mask, day_or)
         setter(self, "_next_dom", next_dom)
         setter(self, "_prev_dom", prev_dom)
+        setter(self, "_walk", _WalkMemo())
 
     def matches_date(self, days: int) -> bool:
         """Whether a local date (day number since 1970-01-01) is a firing date (SPEC §8.5)."""
@@ -332,34 +347,19 @@ def _day_holds(dom: int, dow: int, day_or: bool) -> bool:
 
 # --- Offsets without per-time conversions -----------------------------------------------------
 
-# Per zone, the last stretch of constant offset looked up: (start, end, offset) from Zone.span,
-# the offset holding exactly on [start, end). Walks are sequential, so the next lookup mostly
-# falls in the same stretch and costs no bisection. A memo of a pure function of the pinned zone
-# data: results never depend on it, only speed.
-_spans: dict[Zone, tuple[int, int, int]] = {}
-_MAX_ZONES: Final = 256
-
-
-def _span(zone: Zone, u: int) -> tuple[int, int, int]:
-    """``zone.span(u)``, from the memo when the zone's last stretch holds ``u``."""
-    span = _spans.get(zone)
-    if span is not None and span[0] <= u < span[1]:
-        return span
-    span = zone.span(u)
-    if len(_spans) >= _MAX_ZONES and zone not in _spans:
-        _spans.clear()
-    _spans[zone] = span
-    return span
+# Stretches of constant offset come from Zone.span_near: (start, end, offset), the offset holding
+# exactly on [start, end), memoized by the zone itself (Zone.recent_span). Walks are sequential,
+# so the next lookup mostly falls in the same stretch and costs no bisection.
 
 
 def _constant_offset(zone: Zone, a: int, b: int) -> int | None:
     """The offset of ``zone`` if it is the same over all of [a, b], else None."""
-    _, end, o = _span(zone, a)
+    _, end, o = zone.span_near(a)
     return o if b < end else None
 
 
 def _offset_at(zone: Zone, u: int) -> int:
-    return _span(zone, u)[2]
+    return zone.span_near(u)[2]
 
 
 def _offset_range(zone: Zone, a: int, b: int) -> tuple[int, int]:
@@ -432,15 +432,15 @@ def cron_next(rule: CronRule, zone: Zone, floor: int) -> int | None:
     # The hot path of a scheduler. The common case, an answer on the floor's date, a later
     # date of its month or the next month, with no offset change nearby, is answered here
     # without calendar conversions; anything else goes to the full walk.
-    span = _spans.get(zone)
-    if span is None or floor < MIN_MS or not span[0] <= floor < span[1]:
+    span = zone.recent_span
+    if floor < MIN_MS or not span[0] <= floor < span[1]:
         return _walk_forward(rule, zone, floor)
     start, _, o = span
     local = floor + o
     day = local // DAY_MS
-    first, length, year, month = _last_month
+    first, length, year, month = rule._walk.month
     if not first <= day < first + length:
-        first, length, year, month = _month_of(day)
+        first, length, year, month = _month_of(rule, day)
     times = rule._times
     month_mask = rule._month_mask
     dom = day - first + 1
@@ -487,14 +487,14 @@ def _offset_for_date(zone: Zone, midnight: int) -> int | None:
     """The offset shared by every time of the local date starting at ``midnight`` and the day
     on either side, so that each time L of the date has the single instant L - offset; None
     when an offset change is that close."""
-    span = _spans.get(zone)
-    if span is not None and span[0] <= midnight - DAY_MS and midnight + 2 * DAY_MS < span[1]:
+    span = zone.recent_span
+    if span[0] <= midnight - DAY_MS and midnight + 2 * DAY_MS < span[1]:
         return span[2]
     return _constant_offset(zone, midnight - DAY_MS, midnight + 2 * DAY_MS)
 
 
 def _walk_forward(rule: CronRule, zone: Zone, floor: int) -> int | None:
-    day = (floor + _span(zone, floor)[2]) // DAY_MS
+    day = (floor + zone.span_near(floor)[2]) // DAY_MS
     horizon = day + _ERA_DAYS
     if horizon > _LAST_DAY:
         horizon = _LAST_DAY
@@ -510,7 +510,7 @@ def _walk_forward(rule: CronRule, zone: Zone, floor: int) -> int | None:
     last_time = times[-1]
     month_mask = rule._month_mask
     next_dom = rule._next_dom
-    first, length, year, month = _month_of(day)
+    first, length, year, month = _month_of(rule, day)
     dom = day - first + 1
     while first <= horizon:
         if month_mask >> month & 1:
@@ -521,12 +521,8 @@ def _walk_forward(rule: CronRule, zone: Zone, floor: int) -> int | None:
                 if date > horizon:
                     return None
                 midnight = date * DAY_MS
-                span = _spans.get(zone)
-                if (
-                    span is not None
-                    and span[0] <= midnight - DAY_MS
-                    and midnight + 2 * DAY_MS < span[1]
-                ):
+                span = zone.recent_span
+                if span[0] <= midnight - DAY_MS and midnight + 2 * DAY_MS < span[1]:
                     # One offset for the whole date: each time L has the single instant L - o.
                     o = span[2]
                     wanted = threshold + o - midnight
@@ -548,19 +544,15 @@ def _walk_forward(rule: CronRule, zone: Zone, floor: int) -> int | None:
     return None
 
 
-# The month (first day, length, year, month) of the last day looked up: consecutive calls
-# mostly fall in the same month, and civil_from_days costs more than the rest of a lookup.
-_last_month: tuple[int, int, int, int] = (0, 31, 1970, 1)
-
-
-def _month_of(day: int) -> tuple[int, int, int, int]:
-    global _last_month
-    cached = _last_month
+def _month_of(rule: CronRule, day: int) -> tuple[int, int, int, int]:
+    """The month ``(first day, length, year, month)`` holding local day number ``day``, from
+    the rule's memo when it is the month of its last walk."""
+    walk = rule._walk
+    cached = walk.month
     if cached[0] <= day < cached[0] + cached[1]:
         return cached
     year, month, dom = civil_from_days(day)
-    cached = (day - dom + 1, days_in_month(year, month), year, month)
-    _last_month = cached
+    cached = walk.month = (day - dom + 1, days_in_month(year, month), year, month)
     return cached
 
 
@@ -585,7 +577,7 @@ def cron_latest(rule: CronRule, zone: Zone, at: int, target: int) -> int | None:
     times = rule._times
     month_mask = rule._month_mask
     prev_dom = rule._prev_dom
-    first, length, year, month = _month_of(start)
+    first, length, year, month = _month_of(rule, start)
     dom = start - first + 1
     while first + dom > low:
         if month_mask >> month & 1:

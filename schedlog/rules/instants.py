@@ -12,6 +12,7 @@ __all__ = [
     "DAY_MS",
     "MAX_MS",
     "MIN_MS",
+    "CanonicalInstantParser",
     "civil_from_days",
     "days_from_civil",
     "days_in_month",
@@ -89,39 +90,56 @@ def format_instant(ms: int) -> str:
 # Digits to "0": a canonical instant then reads exactly as this shape (SPEC §3.1, §2.3).
 _ZERO_DIGITS: Final = bytes.maketrans(b"123456789", b"000000000")
 _CANONICAL_SHAPE: Final = b"0000-00-00T00:00:00.000Z"
-#: "YYYY-MM-DD" -> epoch ms of that midnight, for the real dates seen lately. Logs repeat
-#: dates a lot; the cache is bounded (cleared when full) and keyed by the exact bytes.
-_MIDNIGHTS: dict[bytes, int] = {}
 _MIDNIGHTS_MAX: Final = 4096
 
 
-def parse_canonical_instant(text: object) -> int | None:
-    """Epoch ms of a stored canonical instant; ``None`` unless exactly canonical and real.
+class CanonicalInstantParser:
+    """Parses stored canonical instants; owns a memo of the midnights of the dates it saw.
 
-    Hot in the fold, so it works on fixed positions: one ``translate`` checks the shape
-    (ASCII digits and separators in place), then the fields are read from byte values.
+    ``"YYYY-MM-DD"`` -> epoch ms of that midnight, for the real dates seen lately: logs repeat
+    dates a lot. The memo is bounded (cleared when full) and keyed by the exact bytes; results
+    never depend on it. :func:`parse_canonical_instant` is the parser the package shares; a new
+    instance starts with an empty memo.
     """
-    if type(text) is not str or len(text) != 24 or not text.isascii():
-        return None
-    b = text.encode("ascii")
-    if b.translate(_ZERO_DIGITS) != _CANONICAL_SHAPE:
-        return None
-    midnight = _MIDNIGHTS.get(b[:10])
-    if midnight is None:
-        # 48 is ord("0"): 53328 = 48 * 1111 and 528 = 48 * 11.
-        year = b[0] * 1000 + b[1] * 100 + b[2] * 10 + b[3] - 53328
-        month = b[5] * 10 + b[6] - 528
-        day = b[8] * 10 + b[9] - 528
-        if year < 1 or not 1 <= month <= 12 or not 1 <= day <= days_in_month(year, month):
+
+    __slots__ = ("_midnights",)
+
+    def __init__(self) -> None:
+        self._midnights: dict[bytes, int] = {}
+
+    def parse(self, text: object) -> int | None:
+        """Epoch ms of a stored canonical instant; ``None`` unless exactly canonical and real.
+
+        Hot in the fold, so it works on fixed positions: one ``translate`` checks the shape
+        (ASCII digits and separators in place), then the fields are read from byte values.
+        """
+        if type(text) is not str or len(text) != 24 or not text.isascii():
             return None
-        midnight = days_from_civil(year, month, day) * DAY_MS
-        if len(_MIDNIGHTS) >= _MIDNIGHTS_MAX:
-            _MIDNIGHTS.clear()
-        _MIDNIGHTS[b[:10]] = midnight
-    hour = b[11] * 10 + b[12] - 528
-    minute = b[14] * 10 + b[15] - 528
-    second = b[17] * 10 + b[18] - 528
-    if hour > 23 or minute > 59 or second > 59:
-        return None
-    millis = b[20] * 100 + b[21] * 10 + b[22] - 5328  # 5328 = 48 * 111
-    return midnight + ((hour * 60 + minute) * 60 + second) * 1000 + millis
+        b = text.encode("ascii")
+        if b.translate(_ZERO_DIGITS) != _CANONICAL_SHAPE:
+            return None
+        midnights = self._midnights
+        midnight = midnights.get(b[:10])
+        if midnight is None:
+            # 48 is ord("0"): 53328 = 48 * 1111 and 528 = 48 * 11.
+            year = b[0] * 1000 + b[1] * 100 + b[2] * 10 + b[3] - 53328
+            month = b[5] * 10 + b[6] - 528
+            day = b[8] * 10 + b[9] - 528
+            if year < 1 or not 1 <= month <= 12 or not 1 <= day <= days_in_month(year, month):
+                return None
+            midnight = days_from_civil(year, month, day) * DAY_MS
+            if len(midnights) >= _MIDNIGHTS_MAX:
+                midnights.clear()
+            midnights[b[:10]] = midnight
+        hour = b[11] * 10 + b[12] - 528
+        minute = b[14] * 10 + b[15] - 528
+        second = b[17] * 10 + b[18] - 528
+        if hour > 23 or minute > 59 or second > 59:
+            return None
+        millis = b[20] * 100 + b[21] * 10 + b[22] - 5328  # 5328 = 48 * 111
+        return midnight + ((hour * 60 + minute) * 60 + second) * 1000 + millis
+
+
+#: Epoch ms of a stored canonical instant; ``None`` unless exactly canonical and real
+#: (:meth:`CanonicalInstantParser.parse` of the package's shared parser).
+parse_canonical_instant = CanonicalInstantParser().parse

@@ -37,6 +37,8 @@ MSG_INVALID: Final = "time_zone must be UTC or a valid IANA Area/Location name."
 #: 2**63 ms, about 292 million years from 1970, far beyond every instant in [MIN, MAX].
 SPAN_START: Final = -(2**63)
 SPAN_END: Final = 2**63
+#: An empty stretch (start == end): the span memo of a zone before its first lookup.
+_NO_SPAN: Final = (0, 0, 0)
 
 
 def _data_text(name: str) -> str:
@@ -99,12 +101,28 @@ class Zone:
     lookup is one bisection and never touches ``datetime``.
     """
 
-    __slots__ = ("_offsets", "_transitions", "name")
+    __slots__ = ("_offsets", "_transitions", "name", "recent_span")
 
     def __init__(self, name: str) -> None:
-        self.name = name
         data = resources.files("tzdata").joinpath("zoneinfo", *name.split("/")).read_bytes()
-        self._transitions, self._offsets = offset_table(read_tzif(data))
+        transitions, offsets = offset_table(read_tzif(data))
+        self._set(name, transitions, offsets)
+
+    @classmethod
+    def from_table(cls, name: str, transitions: list[int], offsets: list[int]) -> Zone:
+        """A zone from its offset table: ``offsets[i]`` holds from ``transitions[i - 1]``
+        (inclusive) to ``transitions[i]`` (exclusive); one more offset than transitions."""
+        zone = cls.__new__(cls)
+        zone._set(name, transitions, offsets)
+        return zone
+
+    def _set(self, name: str, transitions: list[int], offsets: list[int]) -> None:
+        self.name = name
+        self._transitions = transitions
+        self._offsets = offsets
+        #: The stretch of the last :meth:`span_near` lookup (a memo; ``(0, 0, 0)``, holding no
+        #: instant, before the first). Sequential walks mostly stay in one stretch.
+        self.recent_span: tuple[int, int, int] = _NO_SPAN
 
     def offset(self, u: int) -> int:
         """Offset in ms in effect at instant ``u``; outside [MIN, MAX] the nearer bound's."""
@@ -133,6 +151,18 @@ class Zone:
             transitions[i] if i < len(transitions) else SPAN_END,
             self._offsets[i],
         )
+
+    def span_near(self, u: int) -> tuple[int, int, int]:
+        """:meth:`span` of ``u``, without a bisection when the last lookup's stretch holds it.
+
+        A memo of a pure function of the pinned zone data, owned by the zone: results never
+        depend on it, only speed.
+        """
+        span = self.recent_span
+        if span[0] <= u < span[1]:
+            return span
+        span = self.recent_span = self.span(u)
+        return span
 
     def resolve_local(self, local_ms: int) -> int | None:
         """The earliest instant whose local wall-clock value is ``local_ms``, or None in a gap.

@@ -7,6 +7,7 @@ spring/autumn pairs per zone, the range edges) and Hypothesis properties that co
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from bisect import bisect_right
 from typing import Any
@@ -1041,8 +1042,8 @@ def test_results_do_not_depend_on_the_offset_memo() -> None:
     warm = [cron_next(rule, where, f) for f in floors]
     cold = []
     for f in reversed(floors):
-        cron_module._spans.clear()
-        cold.append(cron_next(rule, where, f))
+        fresh = Zone(where.name)  # a new zone and rule own empty memos
+        cold.append(cron_next(dataclasses.replace(rule), fresh, f))
     assert warm == cold[::-1]
 
 
@@ -1063,11 +1064,11 @@ def close_changes_zone() -> Zone:
     an overlap reaching back over it, and the offset is back 17 hours later. No real zone does
     this; the cron fast paths must stay exact anyway, since they take stretches of constant
     offset from ``Zone.span``."""
-    made = Zone.__new__(Zone)
-    made.name = "Test/Close_Changes"
-    made._transitions = [CLOSE_BASE + h * HOUR_MS for h in CLOSE_CHANGES]
-    made._offsets = [h * HOUR_MS for h in CLOSE_OFFSETS]
-    return made
+    return Zone.from_table(
+        "Test/Close_Changes",
+        [CLOSE_BASE + h * HOUR_MS for h in CLOSE_CHANGES],
+        [h * HOUR_MS for h in CLOSE_OFFSETS],
+    )
 
 
 CLOSE_RULES = [
@@ -1139,7 +1140,7 @@ def test_close_offset_changes_next_and_latest_follow_the_spec(expression: str) -
     for warm in (True, False):
         for floor in floors:
             if not warm:
-                cron_module._spans.clear()
+                made = close_changes_zone()  # a new zone owns an empty span memo
             found = cron_next(rule, made, floor)
             expected = spec.next(floor, last_date)
             if expected is None:
@@ -1184,9 +1185,9 @@ def test_close_offset_changes_keep_the_floor_date_in_the_fast_path() -> None:
     floor = ms("2026-06-30T01:30:00.000Z")
     assert made.resolve_local(ms("2026-06-30T02:30:00.000Z")) == ms("2026-06-30T04:30:00.000Z")
     for primed in (False, True):
-        cron_module._spans.clear()
+        made = close_changes_zone()  # a new zone owns an empty span memo
         if primed:  # the floor's stretch in the memo, as after a call just before
-            cron_module._span(made, floor)
+            made.span_near(floor)
         assert iso(cron_next(rule, made, floor)) == "2026-06-30T04:30:00.000Z"
     after = cron_next(rule, made, ms("2026-06-30T04:30:00.000Z"))
     assert iso(after) == "2026-07-06T23:30:00.000Z"  # Tuesday 02:30 at +3
@@ -1194,9 +1195,8 @@ def test_close_offset_changes_keep_the_floor_date_in_the_fast_path() -> None:
 
 @pytest.mark.parametrize("name", ["America/New_York", "Asia/Gaza", "Africa/Casablanca"])
 def test_offset_memo_agrees_with_zone_offsets(name: str) -> None:
-    where = zone(name)
+    where = Zone(name)  # a new zone: its span memo starts empty
     changes = where._transitions
-    cron_module._spans.clear()
     u = ms("2020-01-01T00:00:00.000Z")
     while u < ms("2030-01-01T00:00:00.000Z"):
         a, b = u - DAY_MS, u + 2 * DAY_MS
