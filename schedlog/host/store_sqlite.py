@@ -32,13 +32,11 @@ CREATE TABLE tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQ
 INSERT INTO schedlog_meta (key, value) VALUES ('unit.name', 'schedule'), ('unit.version', '1');
 PRAGMA user_version = 1;
 """
-# Optional indexes (§11.2 allows them): tasks of a session, and the earliest active target.
-# Canonical instants sort as strings in time order, so the expression index orders targets.
+# Optional indexes (§11.2 allows them): tasks of a session. (Stores made before issue 10 also
+# have an expression index on active targets, tasks_active_target; nothing reads it any more,
+# and it is left alone: opening a store never drops what it holds.)
 INDEXES: Final = """
 CREATE INDEX IF NOT EXISTS tasks_by_session ON tasks (session_id, seq);
-CREATE INDEX IF NOT EXISTS tasks_active_target
-  ON tasks (json_extract(body, '$.record.scheduledAt'))
-  WHERE coalesce(json_extract(body, '$.status'), 'active') = 'active';
 """
 # The timer-index rows of active tasks in one table scan, without decoding the tasks: the store
 # was validated at open, so its bodies can be trusted. json_extract returns values unescaped, but
@@ -165,17 +163,9 @@ class SqliteTaskStore:
         return int(n)
 
     def earliest_active_target(self) -> int | None:
-        """The earliest ``scheduledAt`` among active tasks (epoch ms), from the index.
-
-        Exact for bodies schedlog writes. SQLite's JSON path lookup does not unescape member
-        names, so a hand-written body spelling a name with an escape (``"st\\u0061tus"``) is
-        misread here; the service's timer does not use this (see :meth:`active_targets`).
-        """
-        (text,) = self._conn.execute(
-            "SELECT min(json_extract(body, '$.record.scheduledAt')) FROM tasks "
-            "WHERE coalesce(json_extract(body, '$.status'), 'active') = 'active'"
-        ).fetchone()
-        return None if text is None else parse_canonical_instant(text)
+        """The earliest ``scheduledAt`` among active tasks (epoch ms), or None: the least of
+        :meth:`active_targets`, so a body spelling a member name with an escape is read right."""
+        return min((target for target, _, _ in self.active_targets()), default=None)
 
     # writes
     def _write(self, sql: str, params: tuple[str, ...]) -> sqlite3.Cursor:

@@ -127,3 +127,30 @@ def test_sqlite_active_targets_fall_back_to_decoding(tmp_path: Path) -> None:
         assert list(s.active_targets()) == expected
     finally:
         s.close()
+
+
+def test_sqlite_earliest_active_target_reads_escaped_names(tmp_path: Path) -> None:
+    """A task whose status is written ``"st\\u0061tus":"inactive"`` is not active: the earliest
+    active target is that of the decoded tasks, even when such a task is the earliest."""
+    path = tmp_path / "schedule.db"
+    s = open_store(path)
+    s.insert(task("schedule-1", at="2026-05-02T09:00:00Z"))
+    s.close()
+    body = (
+        '{"sessionId":"s-1","record":{"id":"schedule-0","kind":"at","title":"T","prompt":"p",'
+        '"scheduledAt":"2026-05-01T00:00:00.000Z"},"st\\u0061tus":"inactive"}'
+    )
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(
+            "INSERT INTO tasks (id, session_id, body) VALUES ('schedule-0', 's-1', ?)", (body,)
+        )
+    finally:
+        conn.close()
+    s = open_store(path)
+    try:
+        assert isinstance(s, SqliteTaskStore)
+        decoded = [st.task.record.scheduled_at for st in s.tasks() if st.task.active]
+        assert s.earliest_active_target() == min(decoded) == ms("2026-05-02T09:00:00.000Z")
+    finally:
+        s.close()
