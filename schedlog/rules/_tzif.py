@@ -2,6 +2,25 @@
 
 Only the bundled ``tzdata`` files are fed to it, but the reader still validates what it reads:
 a truncated or inconsistent file raises :class:`ValueError` rather than giving wrong offsets.
+
+Why schedlog reads TZif itself instead of using :mod:`zoneinfo`:
+
+* **Local years 0 and 10000.** ``zoneinfo`` works on :class:`datetime.datetime`, which cannot
+  hold them, yet instants near 0001-01-01T00:00Z and 9999-12-31T23:59Z have local dates there
+  in zones away from UTC, and the rules must convert them.
+* **Lookup cost.** A ``zoneinfo`` conversion costs microseconds. Here each zone's file is read
+  once into one sorted list of offset changes (epoch ms): the explicit transitions, then the
+  POSIX footer rule computed for one 400-year cycle (the Gregorian calendar, weekdays included,
+  repeats every 400 years) and repeated to year 10000. An offset is then one bisection.
+* **Footer forms CPython misreads.** CPython 3.11's ``zoneinfo`` reads the zero-based ``n``
+  footer form (``Mm.w.d`` aside, a bare day-of-year ``n``) one day early and maps ``Jn`` with
+  ``n = 59`` to February 29 in leap years; this reader follows POSIX. No footer in the pinned
+  tzdata uses either form, so real zones agree; the differential test against ``zoneinfo``
+  avoids those forms.
+
+Before the first transition the offset is that of time type 0 (RFC 8536). Footer rules whose
+start and end order flips between years (absent from real data) are read as a plain sequence
+of changes.
 """
 
 from __future__ import annotations
