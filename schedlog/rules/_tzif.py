@@ -12,9 +12,9 @@ Why schedlog reads TZif itself instead of using :mod:`zoneinfo`:
   once into one sorted list of offset changes (epoch ms): the explicit transitions, then the
   POSIX footer rule computed for one 400-year cycle (the Gregorian calendar, weekdays included,
   repeats every 400 years) and repeated to year 10000. An offset is then one bisection.
-* **Footer forms CPython misreads.** CPython 3.11's ``zoneinfo`` reads the zero-based ``n``
-  footer form (``Mm.w.d`` aside, a bare day-of-year ``n``) one day early and maps ``Jn`` with
-  ``n = 59`` to February 29 in leap years; this reader follows POSIX. No footer in the pinned
+* **Footer forms CPython misreads.** CPython 3.11's ``zoneinfo`` reads the zero-based
+  day-of-year footer form ``n`` one day early and maps ``J59`` to February 29 in leap years;
+  this reader follows POSIX. No footer in the pinned
   tzdata uses either form, so real zones agree; the differential test against ``zoneinfo``
   avoids those forms.
 
