@@ -1,4 +1,6 @@
-"""Every ``$ command`` in README.md's console blocks prints exactly the lines shown after it."""
+"""Every ``$ command`` in README.md's console blocks prints exactly the lines shown after it,
+and exits with the status the README documents: 1 when a shown result line reports a checked
+file that failed (``"ok":false``, the offline commands' exit-1 case), else 0."""
 
 from __future__ import annotations
 
@@ -48,3 +50,19 @@ def test_readme_example(command: str, expected: str) -> None:
         ["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.stdout.rstrip("\n") == expected, done.stderr
+    assert done.returncode == expected_status(expected), done.stderr
+
+
+def expected_status(output: str) -> int:
+    """The exit status the shown output implies: 1 when a checked file failed, else 0."""
+    return (
+        1
+        if any(line.startswith("{") and '"ok":false' in line for line in output.splitlines())
+        else 0
+    )
+
+
+def test_expected_status_rule() -> None:
+    assert [status for _, status in ((c, expected_status(o)) for c, o in EXAMPLES)].count(1) == 1
+    assert expected_status('{"ok":true}\n{"ok":false,"error":{}}') == 1
+    assert expected_status('{"ok":"0 0 * * 0,5-6"}') == 0

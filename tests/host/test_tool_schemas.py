@@ -9,6 +9,7 @@ import json
 import re
 from typing import Any
 
+import jsonschema
 import msgspec
 import pytest
 
@@ -80,7 +81,6 @@ def test_catalog_is_well_formed_json_schema() -> None:
 
 
 def test_catalog_passes_the_2020_12_metaschema() -> None:
-    jsonschema = pytest.importorskip("jsonschema")
     value = tool_schemas()
     jsonschema.Draft202012Validator.check_schema(value)
     for tool in value["tools"]:
@@ -322,8 +322,8 @@ def test_result_types_reject_what_the_host_never_returns() -> None:
 
 
 def test_parameter_schemas_fit_the_arguments_the_tools_accept(calls: list[Call]) -> None:
-    """Arguments a tool accepted convert into its parameters type; with jsonschema installed,
-    they also validate against the published schema, and selector-shape rejections do not."""
+    """Arguments a tool accepted convert into its parameters type and validate against the
+    published schema (jsonschema is a test dependency); selector-shape rejections do not."""
     params = {name: cls for name, (_, cls) in TOOLS.items()}
     accepted = [
         (tool, arguments)
@@ -333,10 +333,6 @@ def test_parameter_schemas_fit_the_arguments_the_tools_accept(calls: list[Call])
     assert len(accepted) > 20
     for tool, arguments in accepted:
         msgspec.convert(arguments, type=params[tool])
-    try:
-        import jsonschema
-    except ImportError:
-        return
     schemas = {t["name"]: t["parameters"] for t in tool_schemas()["tools"]}
     for tool, arguments in accepted:
         jsonschema.validate(arguments, schemas[tool], cls=jsonschema.Draft202012Validator)
@@ -351,7 +347,6 @@ def test_parameter_schemas_fit_the_arguments_the_tools_accept(calls: list[Call])
 
 
 def test_result_schemas_validate_every_value_the_tools_return(calls: list[Call]) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
     value = tool_schemas()
     for tool in value["tools"]:
         validator = jsonschema.Draft202012Validator({**tool["result"], "$defs": value["$defs"]})

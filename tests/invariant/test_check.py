@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -93,7 +94,17 @@ def test_check_never_refolds(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_fold(*args: object, **kwargs: object) -> FoldState:
         raise AssertionError("check must not fold")
 
-    monkeypatch.setattr(schedlog.fold.replay, "fold", no_fold)
+    # Every name the checker could reach a whole-log fold through, re-exports included
+    # (schedlog.fold.fold, schedlog.fold, schedlog.invariant.logs, ...), not one binding only.
+    folds = {schedlog.fold.replay.fold, schedlog.fold.replay.fold_changes}
+    patched = 0
+    for name, module in list(sys.modules.items()):
+        if name == "schedlog" or name.startswith("schedlog."):
+            for attr, value in list(vars(module).items()):
+                if any(value is f for f in folds):
+                    monkeypatch.setattr(module, attr, no_fold)
+                    patched += 1
+    assert patched >= 3
     check(STATE, event(change(delete_data("one"))))
 
 
