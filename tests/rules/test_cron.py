@@ -1092,12 +1092,13 @@ class SpecWalk:
         self.rule = rule
         self.where = where
         self.times = sorted(h * HOUR_MS + m * MINUTE_MS for h in rule.hours for m in rule.minutes)
+        self.offsets = set(where._offsets)
         self.dates: dict[int, list[int | None]] = {}
 
     def resolved(self, date: int) -> list[int | None]:
         """The earliest instant of each of the date's times (None in a gap); [] off the rule."""
         if date not in self.dates:
-            offsets = set(self.where._offsets)
+            offsets = self.offsets
             out: list[int | None] = []
             if self.rule.matches_date(date):
                 for t in self.times:
