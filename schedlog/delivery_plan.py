@@ -1,10 +1,10 @@
-"""What one delivery sends, for both protocols (SPEC §12.3, §13; §10.7 step 6, §11.8 step 3).
+"""What one delivery sends, for both protocols.
 
 A delivery has its due members in delivery order. :func:`plan_delivery` splits them into the
-*recovered* ones (already held by a ``message/followup`` of the owned suffix, §12.3: they get
-their dispatch or commit without being sent again) and the *fresh* ones, and renders the fresh
-ones with the single framing (one one-shot) or the batch framing (recurring members, even a
-single one), with their message id (§12.2). Pure: no clock, no I/O, no logging; the session-local
+*recovered* ones (already held by a ``message/followup`` of the owned suffix: they get their
+dispatch or commit without being sent again) and the *fresh* ones, and renders the fresh ones
+with the single framing (one one-shot) or the batch framing (recurring members, even a single
+one), with their deterministic message id. Pure: no clock, no I/O, no logging; the session-local
 live owner (:mod:`schedlog.runtime.delivery`) and the host service (:mod:`schedlog.host.service`)
 each write, flush and log around it.
 """

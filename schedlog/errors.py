@@ -2,6 +2,25 @@
 
 Every error carries a stable ``code`` (the contract, SPEC §14) and a human ``message`` that
 names the offending field. Callers branch on ``code``; messages are recommendations.
+
+Five exceptions stand outside the tree on purpose. None of them is ever an answer: each is
+caught where it is raised, or one layer up, and turned into an error of the tree (or a usage
+error) whose code depends on the context, so giving it a code of its own would be wrong.
+
+* :class:`schedlog.rules.text.JSONSyntaxError` (``ValueError``): the strict JSON reader's
+  failure, with its position. The same bad text is ``corrupt_schedule_log`` in a session log,
+  ``malformed-medium`` in a store and ``invalid_request`` on a batch line.
+* :class:`schedlog.host.store.StoreWriteError` (``OSError``): a task write that did not
+  persist. It stays an ``OSError``, so everything that handles I/O failures handles it; the
+  service answers ``internal_error`` or leaves the group unacknowledged.
+* :class:`schedlog.host.config.ConfigError` (``ValueError``): an operator's configuration value
+  out of range; the command line refuses to start (exit 2). No tool or wire answer carries it.
+* :class:`schedlog.host.sessions.SessionIdTooLong` (``ValueError``): the sessions directory
+  cannot name a log for that session; the delivery group fails (``delivery.unacknowledged``)
+  and the task stays due.
+* :class:`schedlog.cli.common.InvalidRequest`: the batch framing's ``invalid_request`` (a
+  request line that cannot be processed at all), a CLI concern. Keeping it out of :class:`ScheduleError` means that no library code
+  catching :class:`ScheduleError` can swallow a framing error.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Read-only validation of an SQLite task store (SPEC §11.3), shared by opening the store
+"""Read-only validation of an SQLite task store, shared by opening the store
 (:class:`~schedlog.host.store_sqlite.SqliteTaskStore`) and ``schedlog validate --store``
 (:mod:`schedlog.host.validate`).
 
