@@ -19,8 +19,9 @@ error) whose code depends on the context, so giving it a code of its own would b
   cannot name a log for that session; the delivery group fails (``delivery.unacknowledged``)
   and the task stays due.
 * :class:`schedlog.cli.common.InvalidRequest`: the batch framing's ``invalid_request`` (a
-  request line that cannot be processed at all), a CLI concern. Keeping it out of :class:`ScheduleError` means that no library code
-  catching :class:`ScheduleError` can swallow a framing error.
+  request line that cannot be processed at all), a CLI concern. Keeping it out of
+  :class:`ScheduleError` means that no library code catching :class:`ScheduleError` can
+  swallow a framing error.
 """
 
 from __future__ import annotations
