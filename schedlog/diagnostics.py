@@ -114,6 +114,18 @@ EVENTS: Final[dict[str, EventSpec]] = {
         'schedule: Session "<sessionId>" contains legacy reminders; recreate active reminders'
         " with schedule_create.",
     ),
+    "store.invalid_record": EventSpec(
+        "warning",
+        ("code", "id"),
+        "host, PostgreSQL store: a task row that does not decode is left untouched, undelivered",
+        "schedule: task <id> in <store> is invalid and is left untouched (not delivered): <why>",
+    ),
+    "request.failed": EventSpec(
+        "error",
+        ("path", "code", "error"),
+        "host serve: a request failed inside the service and was answered 500",
+        "schedule: request <path> failed: <error>",
+    ),
     "tool.failed": EventSpec(
         "error",
         ("tool", "error"),

@@ -4,15 +4,13 @@ reminders as host tasks. The session log is never modified."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
 
 from schedlog.eventlog.reader import read_log
-from schedlog.host.service import new_task_id
 from schedlog.host.store import TaskStore
-from schedlog.host.task import new_task
+from schedlog.host.task import TaskIdSource, new_task, new_task_id
 from schedlog.invariant.logs import validate_log
 from schedlog.rules.record import Record
 from schedlog.rules.text import js_trim
@@ -54,7 +52,7 @@ def migrate_log(
     store: TaskStore,
     *,
     dry_run: bool = False,
-    new_id: Callable[[], str] = new_task_id,
+    new_id: TaskIdSource = new_task_id,
 ) -> dict[str, Any]:
     """Recreate the log's active legacy reminders as tasks bound to the header's session.
 

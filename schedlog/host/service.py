@@ -13,7 +13,6 @@ Two layers:
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeVar
 
@@ -34,7 +33,7 @@ from schedlog.host.delivery import Delivered, Group, commit_member, occurrence, 
 from schedlog.host.history import check_limit, history_page
 from schedlog.host.sessions import SessionController
 from schedlog.host.store import StoredTask, TaskStore
-from schedlog.host.task import Task, catalog_entry, new_task
+from schedlog.host.task import Task, TaskIdSource, catalog_entry, new_task, new_task_id
 from schedlog.protocols import HOST
 from schedlog.rules.decide import Decision
 from schedlog.rules.record import Record
@@ -50,7 +49,6 @@ __all__ = [
     "HostCore",
     "HostService",
     "ServiceStopping",
-    "new_task_id",
 ]
 
 CHANGED: Final = "schedule/changed"
@@ -76,11 +74,6 @@ class GroupFailed(Exception):
         super().__init__(str(error))
         self.ids = ids
         self.error = error
-
-
-def new_task_id() -> str:
-    """``schedule-`` + a lower-case random UUID version 4 (§11.1)."""
-    return f"schedule-{uuid.uuid4()}"
 
 
 class HostCore:
@@ -405,9 +398,13 @@ class HostService:
         retention: Retention | None = None,
         *,
         auto_drive: bool = True,
+        task_ids: TaskIdSource = new_task_id,
     ) -> None:
         self.core = HostCore(store, sessions, retention or Retention())
         self.clock = clock
+        #: Where new task ids come from: random ``schedule-<uuid4>`` ids unless a caller (a test
+        #: wanting deterministic ids) passes its own source.
+        self.task_ids = task_ids
         self._auto = auto_drive
         self._queue: asyncio.Queue[tuple[Callable[[], Any], asyncio.Future[Any]]] = asyncio.Queue()
         self._stopping = False
@@ -478,7 +475,7 @@ class HostService:
         """Create a task (§11.5); raises :class:`ScheduleInputError` for invalid input."""
         self._check_open()
         request = validate_host_create_args(args)  # parsed once; built from the typed request
-        task_id = new_task_id()
+        task_id = self.task_ids()
         now = self.clock.now_ms()  # before queueing: a create may already be due when it lands
         record = build_record(request, id=task_id, now=now)
         if type(session_id) is not str or not session_id:

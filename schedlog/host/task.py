@@ -7,6 +7,8 @@ strings only at the JSON boundary.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 import msgspec
@@ -25,11 +27,13 @@ __all__ = [
     "Receipt",
     "Status",
     "Task",
+    "TaskIdSource",
     "catalog_entry",
     "decode_task",
     "effective_history",
     "encode_task",
     "new_task",
+    "new_task_id",
 ]
 
 Status = Literal["active", "inactive"]
@@ -128,6 +132,15 @@ class Task(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def effective_status(self) -> Status:
         return "inactive" if self.status == "inactive" else "active"
+
+
+#: A source of new task ids: each call returns an id no task has had yet.
+TaskIdSource = Callable[[], str]
+
+
+def new_task_id() -> str:
+    """``schedule-`` + a lower-case random UUID version 4 (§11.1)."""
+    return f"schedule-{uuid.uuid4()}"
 
 
 def new_task(session_id: str, record: Record) -> Task:

@@ -87,12 +87,24 @@ async def _schedule_error(request: Request, exc: Exception) -> Response:
     state: ServeState = request.app.state.serve
     if state.service is None or not state.service.running:
         return error_response(HttpError("service_unavailable", exc.message, 503))
-    _log.error("request.failed", path=request.url.path, code=exc.code, error=exc.message)
+    _log.error(
+        "request.failed",
+        path=request.url.path,
+        code=exc.code,
+        error=exc.message,
+        message=f"schedule: request {request.url.path} failed: {exc.message}",
+    )
     return error_response(HttpError(exc.code, exc.message, 500))
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
-    _log.error("request.failed", path=request.url.path, error=repr(exc))
+    _log.error(
+        "request.failed",
+        path=request.url.path,
+        code="internal_error",
+        error=repr(exc),
+        message=f"schedule: request {request.url.path} failed: {exc!r}",
+    )
     return error_response(HttpError("internal_error", INTERNAL_MESSAGE, 500))
 
 
