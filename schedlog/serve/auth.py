@@ -25,6 +25,7 @@ from typing import Final
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from schedlog.files import FILE_MODE
 from schedlog.serve.errors import HttpError, error_response
 
 __all__ = [
@@ -72,7 +73,7 @@ def load_token(path: Path, environ: dict[str, str] | None = None) -> tuple[str, 
     if env.get(TOKEN_ENV):
         return _check_token(env[TOKEN_ENV], TOKEN_ENV), None
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
     except FileExistsError:
         pass
     except OSError as exc:
