@@ -1,31 +1,48 @@
-"""Benchmark: whole-process ``schedlog replay --json`` against plain decoding of the same log.
+"""Benchmark: whole-process ``schedlog replay`` and ``validate`` against the upstream npm fold.
 
 Run from the repository root (schedlog installed, e.g. ``pip install -e .``)::
 
     python -m benchmarks.replay [--events 200000] [--seed 7] [--repeat 3] [--keep DIR]
+                                [--logs heavy-compact,...] [--cache DIR] [--no-upstream]
 
-It writes a session log of ``--events`` events (after the header) into a temporary directory,
-generated from a fixed seed: creates of ``after``, ``at`` and ``every`` reminders, ``every``
-dispatches with ``acceptedAt`` (the next target comes from the rules layer), one-shot
-dispatches, deletes, delivered ``message/followup`` events and chatter (``message/user``,
-``message/assistant``). The log is valid, so replay folds all of it and prints the active set.
+It writes four session logs of ``--events`` events (after the header) from fixed seeds:
 
-Three whole processes are then timed, each ``--repeat`` times in turn (best wall time kept):
+* ``heavy-compact``: mostly ``schedule/change`` events (creates of ``after``, ``at`` and
+  ``every`` reminders, ``every`` dispatches with ``acceptedAt``, one-shot dispatches, deletes)
+  with their ``message/followup`` deliveries and a little chatter, written compact (as
+  ``JSON.stringify`` and schedlog's writers write);
+* ``heavy-spaced``: the same events as Python's ``json.dumps`` writes them by default
+  (separators ``", "`` and ``": "``, non-ASCII as ``\\uXXXX`` escapes);
+* ``chat-compact``: chat and tool events of 150-600 bytes with nested ``data`` (messages with
+  content parts and usage, tool calls with arguments, tool results with output and metadata)
+  with about 2% schedule changes and their follow-ups among them;
+* ``chat-spaced``: the same events, spaced.
+
+Every log is valid, so every process reads and folds all of it. The processes, each run
+``--repeat`` times interleaved (one of each in turn), medians kept:
 
 * ``replay``: ``schedlog replay --json --log FILE`` (the installed console script);
-* ``msgspec``: a small script that decodes every line with one prebuilt typed
-  ``msgspec.json.Decoder`` (a tagged union of frozen Structs, unknown fields forbidden) and
-  keeps the values in a list, without folding: the floor for reading this file in Python;
-* ``json``: the same with the stdlib ``json.loads`` per line, into dicts.
+* ``validate``: ``schedlog validate --json FILE``;
+* ``upstream``: Node with ``@deepseek-ai/dsh-schedule@0.1.0-rc.8`` from npm: read the file,
+  ``JSON.parse`` each line, ``foldScheduleEvents(events, header.seedLength)``. The package is
+  installed once into ``--cache`` (default ``~/.cache/schedlog/dsh-schedule-0.1.0-rc.8``, or
+  ``SCHEDLOG_REFERENCE_DIR``); without ``node`` and ``npm`` (or with ``--no-upstream``) this
+  side is skipped with a message;
+* ``msgspec``: a script that decodes every line with one prebuilt typed
+  ``msgspec.json.Decoder`` into a list (no fold, no checks), and ``msgspec-nogc``, the same with
+  the collector disabled: the floor for reading the file in Python (heavy logs only; its union
+  knows the heavy line shapes).
 
-Each process starts the interpreter and imports what it needs, so start-up is included for all
-three. The ratios ``replay / msgspec`` and ``replay / json`` are printed; the target is
-``replay / msgspec <= 1.5``.
+The active sets of ``replay`` and ``upstream`` must be identical (ids, kinds, prompts and
+targets, in order), and ``validate`` must find the log valid with as many active reminders.
+Printed per log: the medians and the ratios ``upstream / replay`` and ``upstream / validate``
+(target: at least 2.0 on every log), then a summary.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
@@ -35,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -172,43 +190,142 @@ print(len(values))
 """
 
 
+PACKAGE = "@deepseek-ai/dsh-schedule@0.1.0-rc.8"
+
+UPSTREAM_SCRIPT = """
+import { readFileSync } from 'node:fs';
+import { foldScheduleEvents } from '@deepseek-ai/dsh-schedule';
+const lines = readFileSync(process.argv[2], 'utf8').split('\\n');
+lines.pop();
+const header = JSON.parse(lines[0]);
+const events = [];
+for (let i = 1; i < lines.length; i++) events.push(JSON.parse(lines[i]));
+const folded = foldScheduleEvents(events, header.seedLength);
+process.stdout.write(JSON.stringify(folded.active.map(
+  (r) => [r.id, r.kind, r.prompt, r.scheduledAt])) + '\\n');
+"""
+
+TOOLS = ("read_file", "grep", "run_tests", "edit_file", "list_dir", "web_fetch")
+MODELS = ("model-large-2026-04", "model-small-2026-03")
+
+
 def _text(rng: random.Random, low: int, high: int) -> str:
     words = [rng.choice(WORDS) for _ in range(rng.randint(low, high))]
     return " ".join(words).capitalize()
 
 
-def generate(path: Path, events: int, seed: int) -> dict[str, int]:
-    """Write a valid session log of ``events`` events; return how many of each kind."""
+def _chat_event(rng: random.Random, now: int, turn: int) -> dict[str, Any]:
+    """One chat or tool event of about 150-600 bytes with nested ``data``."""
+    roll = rng.random()
+    stamp = format_instant(now)
+    if roll < 0.25:
+        return {
+            "type": "message/user",
+            "data": {
+                "messageId": f"m-{turn}",
+                "content": [{"type": "text", "text": _text(rng, 4, 40)}],
+                "createdAt": stamp,
+            },
+        }
+    if roll < 0.5:
+        text = _text(rng, 6, 45)
+        if rng.random() < 0.4:
+            text += "\n\n- " + _text(rng, 2, 8) + "\n- " + _text(rng, 2, 8)
+        return {
+            "type": "message/assistant",
+            "data": {
+                "messageId": f"m-{turn}",
+                "model": rng.choice(MODELS),
+                "content": [{"type": "text", "text": text}],
+                "usage": {
+                    "inputTokens": rng.randint(100, 90_000),
+                    "outputTokens": rng.randint(5, 900),
+                },
+                "stopReason": rng.choice(("end_turn", "tool_use")),
+                "createdAt": stamp,
+            },
+        }
+    if roll < 0.75:
+        tool = rng.choice(TOOLS)
+        return {
+            "type": "tool/call",
+            "data": {
+                "callId": f"call-{turn}",
+                "name": tool,
+                "arguments": {
+                    "path": f"src/{rng.choice(WORDS)}/{rng.randint(1, 99)}.py",
+                    "pattern": _text(rng, 1, 3),
+                    "limit": rng.randint(1, 500),
+                    "recursive": rng.random() < 0.5,
+                },
+                "createdAt": stamp,
+            },
+        }
+    lines = [f"{rng.randint(1, 400)}: {_text(rng, 2, 9)}" for _ in range(rng.randint(1, 6))]
+    return {
+        "type": "tool/result",
+        "data": {
+            "callId": f"call-{turn - 1}",
+            "ok": rng.random() < 0.9,
+            "output": "\n".join(lines),
+            "metadata": {
+                "durationMs": rng.randint(1, 20_000),
+                "exitCode": rng.choice((0, 0, 0, 1)),
+                "truncated": False,
+                "bytes": rng.randint(10, 100_000),
+            },
+            "createdAt": stamp,
+        },
+    }
+
+
+def generate_events(
+    events: int, seed: int, shape: str
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The header and ``events`` events of a valid log of ``shape`` (``heavy`` or ``chat``),
+    as JSON values, and how many of each kind."""
     rng = random.Random(seed)
     now = parse_canonical_instant(START)
     assert now is not None
     active: dict[str, Record] = {}
     next_id = 1
     counts: dict[str, int] = {}
-    lines = [
-        js_dumps(
-            {
-                "type": "session/header",
-                "version": 1,
-                "sessionId": SESSION_ID,
-                "seedLength": 0,
-                "parentSessionId": None,
-            }
-        )
+    values: list[dict[str, Any]] = [
+        {
+            "type": "session/header",
+            "version": 1,
+            "sessionId": SESSION_ID,
+            "seedLength": 0,
+            "parentSessionId": None,
+        }
     ]
+    # heavy: almost every step is schedule activity; chat: about 1 step in 50
+    schedule_rate = 0.97 if shape == "heavy" else 0.014
+    dispatch_rate = 0.15 if shape == "heavy" else 0.45
+
+    def chatter(now: int) -> dict[str, Any]:
+        if shape == "chat":
+            return _chat_event(rng, now, len(values))
+        role = rng.choice(("message/user", "message/assistant"))
+        return {"type": role, "data": {"text": _text(rng, 3, 60)}}
+
+    step_ms = (1_000, 30_000) if shape == "heavy" else (200, 4_000)
 
     def emit(kind: str, value: dict[str, Any]) -> None:
         counts[kind] = counts.get(kind, 0) + 1
-        lines.append(js_dumps(value))
+        values.append(value)
 
     def change(data: dict[str, Any]) -> dict[str, Any]:
         return {"type": "schedule/change", "data": data}
 
-    while len(lines) <= events:
-        now += rng.randint(1_000, 30_000)
+    while len(values) <= events:
+        now += rng.randint(*step_ms)
+        if rng.random() >= schedule_rate:
+            emit("chat", chatter(now))
+            continue
         due = [r for r in active.values() if r.scheduled_at <= now]
         roll = rng.random()
-        if due and roll < 0.45:
+        if due and roll < dispatch_rate:
             record = rng.choice(due)
             occurrence = format_instant(record.scheduled_at)
             message_id = f"schedule-message-{rng.getrandbits(128):032x}"
@@ -226,7 +343,7 @@ def generate(path: Path, events: int, seed: int) -> dict[str, int]:
                     },
                 },
             )
-            if len(lines) > events:
+            if len(values) > events:
                 break
             data: dict[str, Any] = {"version": 1, "operation": "dispatch", "id": record.id}
             if record.kind == "every":
@@ -240,7 +357,7 @@ def generate(path: Path, events: int, seed: int) -> dict[str, int]:
             else:
                 del active[record.id]
                 emit("dispatch one-shot", change(data))
-        elif roll < 0.62 and len(active) < 60:
+        elif roll < 0.80 and len(active) < 60:
             rid = f"schedule-{next_id}"
             next_id += 1
             kind = rng.choices(("after", "at", "every"), (3, 2, 3))[0]
@@ -254,22 +371,52 @@ def generate(path: Path, events: int, seed: int) -> dict[str, int]:
             record = build_session_record(args, id=rid, now=now)
             active[rid] = record
             emit(
-                f"create {kind}", change({"version": 1, "operation": "create", **_schedule(record)})
+                f"create {kind}",
+                change({"version": 1, "operation": "create", "schedule": record.to_json()}),
             )
-        elif roll < 0.66 and active:
+        elif active:
             rid = rng.choice(list(active))
             del active[rid]
             emit("delete", change({"version": 1, "operation": "delete", "id": rid}))
         else:
-            role = rng.choice(("message/user", "message/assistant"))
-            emit(role, {"type": role, "data": {"text": _text(rng, 3, 60)}})
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            emit("chat", chatter(now))
     counts["active at the end"] = len(active)
-    return counts
+    return values, counts
 
 
-def _schedule(record: Record) -> dict[str, Any]:
-    return {"schedule": record.to_json()}
+def _spaced(value: Any) -> str:
+    return json.dumps(value)  # ", " and ": ", ensure_ascii: as Python writes by default
+
+
+LOGS: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "heavy-compact": ("heavy", js_dumps),
+    "heavy-spaced": ("heavy", _spaced),
+    "chat-compact": ("chat", js_dumps),
+    "chat-spaced": ("chat", _spaced),
+}
+
+
+def write_log(path: Path, values: list[dict[str, Any]], dumps: Callable[[Any], str]) -> None:
+    path.write_text("".join(dumps(v) + "\n" for v in values), encoding="utf-8")
+
+
+def install_upstream(cache: Path) -> Path | None:
+    """The Node runner beside the npm package in ``cache`` (installed there if missing), or
+    None with a message when node or npm is unavailable or the install fails."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        print("upstream side skipped: node and npm are needed (Node 20)")
+        return None
+    if not (cache / "node_modules" / "@deepseek-ai" / "dsh-schedule").is_dir():
+        cache.mkdir(parents=True, exist_ok=True)
+        command = ["npm", "install", "--prefix", str(cache), "--ignore-scripts", "--no-audit"]
+        try:
+            subprocess.run([*command, "--no-fund", PACKAGE], check=True, timeout=300)
+        except (OSError, subprocess.SubprocessError) as exc:
+            print(f"upstream side skipped: cannot install {PACKAGE}: {exc}")
+            return None
+    runner = cache / "replay_fold.mjs"
+    runner.write_text(UPSTREAM_SCRIPT, encoding="utf-8")
+    return runner
 
 
 def _schedlog_command() -> list[str]:
@@ -284,78 +431,121 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _run(argv: list[str]) -> tuple[float, float, bytes]:
+def _run(argv: list[str], cwd: Path | None = None) -> tuple[float, float, bytes]:
     """Wall time, CPU time (user + system) and stdout of one child process."""
     cpu = _cpu()
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, check=False)
+    done = subprocess.run(argv, capture_output=True, check=False, cwd=cwd)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{argv[0]} failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
     return elapsed, _cpu() - cpu, done.stdout
 
 
+def _active_of_replay(out: bytes) -> list[list[str]]:
+    report = json.loads(out)
+    return [[r["id"], r["kind"], r["prompt"], r["scheduledAt"]] for r in report["active"]]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200_000, help="events after the header")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each process (best kept)")
-    parser.add_argument("--keep", metavar="DIR", help="write the log here and keep it")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each process (median)")
+    parser.add_argument("--keep", metavar="DIR", help="write the logs here and keep them")
+    parser.add_argument("--logs", default=",".join(LOGS), help="which logs, comma-separated")
+    parser.add_argument("--no-upstream", action="store_true", help="skip the npm side")
+    parser.add_argument("--no-msgspec", action="store_true", help="skip the msgspec baselines")
+    default_cache = Path.home() / ".cache" / "schedlog" / "dsh-schedule-0.1.0-rc.8"
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("SCHEDLOG_REFERENCE_DIR", default_cache)),
+        help="where the npm package is installed",
+    )
     args = parser.parse_args()
+    names = [n for n in args.logs.split(",") if n]
+    unknown = [n for n in names if n not in LOGS]
+    if unknown:
+        parser.error(f"unknown log {unknown[0]!r}; choose from {', '.join(LOGS)}")
 
+    runner = None if args.no_upstream else install_upstream(args.cache)
     workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="schedlog-replay-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    log = workdir / "replay-bench.jsonl"
+    py = sys.executable
+    schedlog = _schedlog_command()
+    ratios: dict[str, tuple[float, float]] = {}
     try:
-        started = time.perf_counter()
-        counts = generate(log, args.events, args.seed)
-        size = log.stat().st_size
-        print(
-            f"log: {log} ({args.events:,} events, {size / 1e6:.1f} MB, seed {args.seed}, "
-            f"generated in {time.perf_counter() - started:.1f} s)"
-        )
-        print("  " + ", ".join(f"{k}: {v:,}" for k, v in sorted(counts.items())))
-
-        py = sys.executable
-        scripts = {
-            "replay": [*_schedlog_command(), "replay", "--json", "--log", str(log)],
-            "msgspec": [py, "-c", MSGSPEC_SCRIPT, str(log)],
-            "msgspec-nogc": [py, "-c", MSGSPEC_SCRIPT, str(log), "--no-gc"],
-            "json": [py, "-c", JSON_SCRIPT, str(log)],
-        }
-        wall: dict[str, list[float]] = {name: [] for name in scripts}
-        cpu: dict[str, list[float]] = {name: [] for name in scripts}
-        outputs: dict[str, bytes] = {}
-        for _ in range(args.repeat):
-            for name, argv in scripts.items():
-                elapsed, used, out = _run(argv)
-                wall[name].append(elapsed)
-                cpu[name].append(used)
-                outputs[name] = out
-        lines = args.events + 1
-        for name in ("msgspec", "msgspec-nogc", "json"):
-            assert outputs[name].strip() == str(lines).encode(), outputs[name][:200]
-        replayed = outputs["replay"]
-        assert replayed.startswith(b'{"sessionId":'), replayed[:200]
-
-        print(f"whole process, best of {args.repeat}: wall s (median), CPU s user+sys (median)")
-        labels = {
-            "replay": "schedlog replay --json",
-            "msgspec": "(a) msgspec typed decode, no fold",
-            "msgspec-nogc": "(a') the same, collector disabled",
-            "json": "(b) stdlib json.loads per line",
-        }
-        for name, label in labels.items():
-            w, c = wall[name], cpu[name]
-            print(
-                f"  {label:36s} {min(w):7.3f} ({statistics.median(w):.3f})"
-                f"  {min(c):7.3f} ({statistics.median(c):.3f})"
+        generated: dict[str, tuple[list[dict[str, Any]], dict[str, int]]] = {}
+        for name in names:
+            shape, dumps = LOGS[name]
+            if shape not in generated:
+                generated[shape] = generate_events(args.events, args.seed, shape)
+            values, counts = generated[shape]
+            log = workdir / f"{name}.jsonl"
+            write_log(log, values, dumps)
+            changes = sum(
+                v for k, v in counts.items() if k.startswith(("create", "dispatch", "delete"))
             )
-        for name, label in (("msgspec", "(a)"), ("msgspec-nogc", "(a')"), ("json", "(b)")):
-            ratio_wall = min(wall["replay"]) / min(wall[name])
-            ratio_cpu = min(cpu["replay"]) / min(cpu[name])
-            target = "  (target <= 1.5x)" if name == "msgspec" else ""
-            print(f"  replay / {label:5s} wall {ratio_wall:.2f}x, CPU {ratio_cpu:.2f}x{target}")
+            print(
+                f"\n{name}: {log} ({args.events:,} events, {log.stat().st_size / 1e6:.1f} MB, "
+                f"seed {args.seed}, {changes / args.events:.1%} schedule changes)"
+            )
+            print("  " + ", ".join(f"{k}: {v:,}" for k, v in sorted(counts.items())))
+            processes: dict[str, list[str]] = {
+                "replay": [*schedlog, "replay", "--json", "--log", str(log)],
+                "validate": [*schedlog, "validate", "--json", str(log)],
+            }
+            if runner is not None:
+                processes["upstream"] = ["node", str(runner), str(log)]
+            if shape == "heavy" and not args.no_msgspec:
+                processes["msgspec"] = [py, "-c", MSGSPEC_SCRIPT, str(log)]
+                processes["msgspec-nogc"] = [py, "-c", MSGSPEC_SCRIPT, str(log), "--no-gc"]
+            wall: dict[str, list[float]] = {p: [] for p in processes}
+            cpu: dict[str, list[float]] = {p: [] for p in processes}
+            outputs: dict[str, bytes] = {}
+            for _ in range(args.repeat):
+                for process, argv in processes.items():
+                    cwd = runner.parent if process == "upstream" and runner else None
+                    elapsed, used, out = _run(argv, cwd)
+                    wall[process].append(elapsed)
+                    cpu[process].append(used)
+                    outputs[process] = out
+            active = _active_of_replay(outputs["replay"])
+            report = json.loads(outputs["validate"])
+            assert report["ok"] is True and report["active"] == len(active), report
+            if "upstream" in outputs:
+                upstream = json.loads(outputs["upstream"])
+                if upstream != active:
+                    raise SystemExit(f"{name}: the active sets differ (replay vs upstream)")
+                print(f"  active sets identical ({len(active)} reminders)")
+            for process in ("msgspec", "msgspec-nogc"):
+                if process in outputs:
+                    assert outputs[process].strip() == str(args.events + 1).encode()
+            print(
+                f"  whole process, {args.repeat} interleaved runs: "
+                "wall s median (min), CPU s median"
+            )
+            for process in processes:
+                w, c = wall[process], cpu[process]
+                print(
+                    f"    {process:13s} {statistics.median(w):7.3f} ({min(w):.3f})"
+                    f"  {statistics.median(c):7.3f}"
+                )
+            if "upstream" in wall:
+                up = statistics.median(wall["upstream"])
+                r = up / statistics.median(wall["replay"])
+                v = up / statistics.median(wall["validate"])
+                ratios[name] = (r, v)
+                print(f"  upstream / replay {r:.2f}x, upstream / validate {v:.2f}x (target >= 2.0)")
+        if ratios:
+            print(
+                f"\nsummary (load average {os.getloadavg()[0]:.1f}): "
+                "upstream / schedlog, median wall"
+            )
+            for name, (r, v) in ratios.items():
+                mark = "ok" if min(r, v) >= 2.0 else "BELOW TARGET"
+                print(f"  {name:14s} replay {r:5.2f}x  validate {v:5.2f}x  {mark}")
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
