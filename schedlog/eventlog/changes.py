@@ -232,7 +232,7 @@ def _plain_record(
 # --- whole schedule/change lines, typed (the summary read's fast path) -------------------------
 
 
-class _RecordLine(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+class _RecordLine(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     id: str
     kind: str
     title: str | None = None
@@ -242,7 +242,7 @@ class _RecordLine(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit
     scheduledAt: str
 
 
-class _ChangeData(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+class _ChangeData(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     version: int
     operation: str
     schedule: _RecordLine | None = None
@@ -256,28 +256,34 @@ class _ChangeLine(msgspec.Struct, forbid_unknown_fields=True):
 
 
 _decode_line = msgspec.json.Decoder(_ChangeLine).decode
-_encode_line = msgspec.json.Encoder().encode
 
 
 def decode_change_line(body: bytes) -> Change | None:
-    """The change of a whole ``schedule/change`` line (``body``: the line without its
-    ``\\n``), decoded straight into Structs, when the line is exactly what a writer emits.
+    """The change of a whole ``schedule/change`` line (``body``: the line, with or without its
+    ``\\n``), decoded straight into Structs, when the line holds exactly such a change.
 
     None means "not taken": the caller reads the line the ordinary way (strict JSON, the
-    envelope, :func:`decode_change`), which gives the verdict. Taken means the line is a JSON
-    object whose compact re-encoding is the line itself (so no duplicate key, no extra or
-    missing member, no ``null`` where a member is absent: absent members are the defaults,
-    which are omitted), with ``type`` ``schedule/change``, and a change that passes the checks
-    of :func:`_decode_plain`; the result is the change :func:`decode_change` returns.
+    envelope, :func:`decode_change`), which gives the verdict. Taken means: the line decodes
+    into the Structs (so it is JSON, every member is a known one of the right type, none is
+    missing, and it is valid UTF-8: msgspec checks every string it decodes, and the keys of
+    known members are ASCII), ``type`` is ``schedule/change``, the change passes the checks of
+    :func:`_decode_plain`, and no key is given twice and none is ``null``. The result is the
+    change :func:`decode_change` returns. Spacing and key order do not matter.
+
+    The duplicate check counts ``:`` bytes. Outside strings a ``:`` only ever ends a key, so
+    the line has one for every member of every object, plus those inside its strings. The
+    Structs know how many members they were given and every string they hold; a key given
+    twice (msgspec keeps the last value) or a member given as ``null`` (which decodes like an
+    absent one) leaves the line with more ``:`` bytes than that. Inside a string a ``:`` is
+    either itself or the escape ``\\u003a``; a line with ``\\u003`` anywhere is not taken, so
+    each decoded string has exactly the ``:`` bytes of its text in the line.
     """
     try:
         line = _decode_line(body)
-        if _encode_line(line) != body:
-            return None
     except Exception:  # any shape or syntax surprise: the ordinary path decides
         return None
     data = line.data
-    if line.type != "schedule/change" or data.version != 1 or type(data.version) is not int:
+    if line.type != "schedule/change" or data.version != 1:
         return None
     operation = data.operation
     if operation == "create":
@@ -293,7 +299,17 @@ def decode_change_line(body: bytes) -> Change | None:
             record.everySeconds,
             record.scheduledAt,
         )
-        return None if schedule is None else CreateChange(schedule=schedule)
+        if schedule is None:
+            return None
+        # members: type, data; version, operation, schedule; id, kind, prompt, scheduledAt
+        members = 9 + (record.afterSeconds is not None) + (record.everySeconds is not None)
+        text = record.id.count(":") + record.prompt.count(":") + 2  # a canonical instant has 2
+        if record.title is not None:
+            members += 1
+            text += record.title.count(":")
+        if body.count(b":") != members + text or b"\\u003" in body:
+            return None
+        return CreateChange(schedule=schedule)
     change_id = data.id
     if (
         data.schedule is not None
@@ -302,16 +318,23 @@ def decode_change_line(body: bytes) -> Change | None:
         or change_id.strip(JS_WHITESPACE) != change_id
     ):
         return None
+    expected = 5 + change_id.count(":")  # type, data; version, operation, id
     if operation == "dispatch":
         if data.acceptedAt is None:
-            return DispatchChange(id=change_id)
-        accepted_at = parse_canonical_instant(data.acceptedAt)
-        return (
-            None if accepted_at is None else DispatchChange(id=change_id, accepted_at=accepted_at)
-        )
-    if operation == "delete" and data.acceptedAt is None:
-        return DeleteChange(id=change_id)
-    return None
+            change: Change = DispatchChange(id=change_id)
+        else:
+            accepted_at = parse_canonical_instant(data.acceptedAt)
+            if accepted_at is None:
+                return None
+            change = DispatchChange(id=change_id, accepted_at=accepted_at)
+            expected += 3  # the key and a canonical instant's 2
+    elif operation == "delete" and data.acceptedAt is None:
+        change = DeleteChange(id=change_id)
+    else:
+        return None
+    if body.count(b":") != expected or b"\\u003" in body:
+        return None
+    return change
 
 
 def _decode_exact(value: object) -> Change:

@@ -10,20 +10,25 @@ tail); :func:`read_log` never holds such a line in memory whole.
 
 from __future__ import annotations
 
-import gc
 import io
+import json
 import os
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from typing import BinaryIO, Final, NamedTuple
+from typing import Any, BinaryIO, Final, NamedTuple
 
 import msgspec
 
-from schedlog.eventlog.changes import Change, decode_change_line
+from schedlog.eventlog._fastline import summary_line
+from schedlog.eventlog.changes import Change
 from schedlog.eventlog.errors import CorruptLogError
-from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE, LogEvent, event_from_value
+from schedlog.eventlog.events import (
+    FOLLOWUP_TYPE,
+    SCHEDULE_CHANGE_TYPE,
+    LogEvent,
+    event_from_value,
+)
 from schedlog.eventlog.header import Header, decode_header
-from schedlog.rules.text import JSONSyntaxError, loads_strict
+from schedlog.rules.text import DuplicateKeyError, JSONSyntaxError, js_dumps, loads_strict
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -40,47 +45,7 @@ __all__ = [
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 _MAX_RAW: Final = MAX_LINE_BYTES + 1
 
-_CHANGE_PREFIX: Final = b'{"type":"schedule/change","data":{'
-_FOLLOWUP_PREFIX: Final = b'{"type":"message/followup","data":{'
-
-
-# The shape of the follow-ups writers append (SPEC §9.5), for the summary read to check such a
-# line without building its dicts: decoding into Structs and re-encoding to the line itself
-# proves it strict JSON (no duplicate key) with a non-empty string type. Anything else, however
-# valid, takes the ordinary path.
-class _Source(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    kind: str
-    plugin: str | None = None
-
-
-class _Member(msgspec.Struct, forbid_unknown_fields=True):
-    id: str
-    occurrenceAt: str
-
-
-class _FollowupData(msgspec.Struct, forbid_unknown_fields=True):
-    messageId: str
-    role: str
-    source: _Source
-    text: str
-    reminders: list[_Member]
-    createdAt: str
-
-
-class _FollowupLine(msgspec.Struct, forbid_unknown_fields=True):
-    type: str
-    data: _FollowupData
-
-
-_decode_followup = msgspec.json.Decoder(_FollowupLine).decode
-
-
-def _is_plain_followup(body: bytes) -> bool:
-    try:
-        return _encode(_decode_followup(body)) == body
-    except Exception:  # any surprise: the ordinary path decides
-        return False
-
+_CHUNK: Final = 1 << 20
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -174,16 +139,24 @@ class LogContents(msgspec.Struct, frozen=True, kw_only=True):
         return self.header_size + sum(len(e.raw) for e in self.events[:index])
 
 
-def read_log(path: str | os.PathLike[str], *, keep_events: bool = True) -> LogContents:
-    """Read the session log at ``path`` (read only), one line at a time. ``OSError`` propagates.
+def read_log(
+    path: str | os.PathLike[str], *, keep_events: bool = True, fast: bool = True
+) -> LogContents:
+    """Read the session log at ``path`` (read only), in chunks. ``OSError`` propagates.
 
     Memory for the file's bytes stays proportional to the longest line; the events are kept.
     ``keep_events=False`` is a summary read for checks that only fold (validate, replay):
     every line is checked exactly the same way, but only the ``schedule/change`` events are
     kept (in ``changes``, with their index and offset) and ``events`` stays empty.
+    ``fast=False`` reads every line with the reference decoder alone (same result, slower).
+
+    The read leaves the garbage collector alone; a command-line tool that reads a long log
+    may pause it around the read (the values built here hold no reference cycles).
     """
-    with open(path, "rb") as stream, _bulk_load():
-        return parse_lines(_bounded_lines(stream), file=os.fspath(path), keep_events=keep_events)
+    with open(path, "rb") as stream:
+        return parse_lines(
+            _bounded_lines(stream), file=os.fspath(path), keep_events=keep_events, fast=fast
+        )
 
 
 class _Overlong(bytes):
@@ -196,49 +169,55 @@ class _Overlong(bytes):
         return self.size
 
 
+def _overlong(size: int, end: bytes) -> _Overlong:
+    line = _Overlong(end)
+    line.size = size
+    return line
+
+
 def _bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """The lines of ``stream`` (``\\n`` kept); a line over the limit is read in chunks, dropped,
-    and stood for by an :class:`_Overlong`."""
-    readline = stream.readline
-    while True:
-        line = readline(_MAX_RAW)
-        if len(line) < _MAX_RAW or line[-1:] == b"\n":
-            if not line:
-                return
-            yield line
-            continue
-        size, end = len(line), b""
-        while chunk := readline(1 << 20):
-            size += len(chunk)
-            if chunk[-1:] == b"\n":
-                end = b"\n"
-                break
-        overlong = _Overlong(end)
-        overlong.size = size
-        yield overlong
+    """The lines of ``stream`` (``\\n`` kept), read in chunks of 1 MiB; a line over the limit
+    is dropped as it is read and stood for by an :class:`_Overlong`."""
+    read = stream.read
+    parts: list[bytes] = []  # the start of a line that goes on in the next chunk
+    pending = 0  # the length of that line so far
+    skipping = False  # that line is over the limit: only its length is kept
+    while chunk := read(_CHUNK):
+        start = 0
+        if pending:
+            newline = chunk.find(b"\n")
+            if newline < 0:
+                pending += len(chunk)
+                if not skipping:
+                    parts.append(chunk)
+                    if pending > _MAX_RAW:
+                        skipping = True
+                        parts.clear()
+                continue
+            start = newline + 1
+            pending += start
+            if skipping or pending > _MAX_RAW:
+                yield _overlong(pending, b"\n")
+            else:
+                parts.append(chunk[:start])
+                yield b"".join(parts)
+            parts.clear()
+            pending, skipping = 0, False
+        last = chunk.rfind(b"\n") + 1
+        if last > start:
+            yield from io.BytesIO(chunk[start:last] if start else chunk[:last])
+            start = last
+        if start < len(chunk):
+            tail = chunk[start:]
+            parts.append(tail)
+            pending = len(tail)
+    if pending:
+        yield _overlong(pending, b"") if skipping else b"".join(parts)
 
 
-def parse_log(data: bytes, *, file: str = "<bytes>") -> LogContents:
+def parse_log(data: bytes, *, file: str = "<bytes>", fast: bool = True) -> LogContents:
     """Like :func:`read_log`, for a log already in memory."""
-    with _bulk_load():
-        return parse_lines(io.BytesIO(data), file=file)
-
-
-@contextmanager
-def _bulk_load() -> Iterator[None]:
-    """Pause the cyclic garbage collector while decoding.
-
-    A long log is hundreds of thousands of freshly decoded dicts that all survive; the
-    collector would traverse them again and again, which more than doubled read time in
-    measurements. Decoding creates no reference cycles, so nothing is lost by waiting.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+    return parse_lines(io.BytesIO(data), file=file, fast=fast)
 
 
 def _corruption(file: str, line: int, offset: int, exc: CorruptLogError) -> LogCorruption:
@@ -247,20 +226,122 @@ def _corruption(file: str, line: int, offset: int, exc: CorruptLogError) -> LogC
     )
 
 
-def _decode_json(raw: bytes) -> object:
+# --- the reference decoder of one line ---------------------------------------------------------
+
+
+def _reference_line(raw: bytes, line_no: int) -> Header | LogEvent:
+    """The readable strict decoder of complete line ``line_no`` (``raw`` keeps its ``\\n``):
+    the header for line 1, else the event. Raises :class:`CorruptLogError`.
+
+    The line must be strict JSON (:func:`schedlog.rules.text.loads_strict`: UTF-8, no NaN or
+    Infinity token, no key given twice), with one exception: after line 1, a key given twice
+    inside the ``data`` of an event whose type is neither ``schedule/change`` nor
+    ``message/followup`` is allowed, and the last value counts, as with ``JSON.parse``
+    (docs/decisions.md, "Duplicate keys in event payloads").
+    """
     # A complete line ends with "\n"; a "\r" before it is JSON whitespace (SPEC §9.1).
     body = raw[:-1]
     if not body:
         raise CorruptLogError("empty line", rule="empty_line")
     try:
-        return loads_strict(body)
+        value = loads_strict(body)
+    except DuplicateKeyError as exc:
+        if line_no == 1:
+            raise _invalid_json(exc) from None
+        value = _with_payload_duplicates(body, exc)
     except JSONSyntaxError as exc:  # the only error loads_strict raises for bad input
-        raise CorruptLogError(f"invalid JSON: {exc.message}", rule="json") from None
+        raise _invalid_json(exc) from None
+    if line_no == 1:
+        return decode_header(value)
+    return event_from_value(value, raw=raw)
 
 
-def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) -> LogContents:
+def _invalid_json(exc: JSONSyntaxError) -> CorruptLogError:
+    return CorruptLogError(f"invalid JSON: {exc.message}", rule="json")
+
+
+def _no_constant(token: str) -> Any:
+    raise JSONSyntaxError(f"{token} is not valid JSON")
+
+
+def _with_payload_duplicates(body: bytes, first: DuplicateKeyError) -> object:
+    """``body`` (strict JSON but for a key given twice, ``first`` in decoding order) decoded
+    with the last value of each repeated key, when every repeated key is inside the ``data``
+    of an event of another type. Otherwise the first repeated key outside such a payload is
+    the error; and when the rest of the line is not JSON either, ``first`` is."""
+    repeated: list[tuple[dict[str, Any], str]] = []  # each object holding a key twice
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        again: str | None = None
+        for key, value in items:
+            if again is None and key in out:
+                again = key
+            out[key] = value
+        if again is not None:
+            repeated.append((out, again))
+        return out
+
+    decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_constant=_no_constant)
+    try:
+        value = decoder.decode(body.decode("utf-8"))
+    except Exception:  # a later syntax error, NaN, nesting…: the first duplicate is the error
+        raise _invalid_json(first) from None
+    allowed = _payload_objects(value)
+    for obj, key in repeated:
+        if id(obj) not in allowed:
+            raise CorruptLogError(f"invalid JSON: duplicate key {js_dumps(key)}", rule="json")
+    return value
+
+
+def _payload_objects(value: object) -> set[int]:
+    """The ids of the objects inside the ``data`` of ``value`` when ``value`` is an event whose
+    type is a non-empty string other than ``schedule/change`` and ``message/followup``."""
+    if type(value) is not dict:
+        return set()
+    kind = value.get("type")
+    if type(kind) is not str or not kind or kind in (SCHEDULE_CHANGE_TYPE, FOLLOWUP_TYPE):
+        return set()
+    found: set[int] = set()
+    stack = [value.get("data")]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            found.add(id(item))
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+    return found
+
+
+def _compact_event(raw: bytes) -> LogEvent | None:
+    """The event of a line that is its own compact re-encoding (so strict JSON without a key
+    given twice), with a non-empty string type; None sends the line to the reference."""
+    body = raw[:-1]
+    try:
+        value = _decode(body)
+        if _encode(value) != body:
+            return None
+    except Exception:  # invalid UTF-8, deep nesting…: the reference decides
+        return None
+    if type(value) is not dict:
+        return None
+    kind = value.get("type")
+    if type(kind) is not str or not kind:
+        return None
+    exact = len(value) == 2 and "data" in value
+    return LogEvent(type=kind, data=value.get("data"), exact=exact, raw=raw)
+
+
+# --- the read loop --------------------------------------------------------------------------
+
+
+def parse_lines(
+    lines: Iterable[bytes], *, file: str, keep_events: bool = True, fast: bool = True
+) -> LogContents:
     """Parse a log given as lines that keep their ``\\n`` (a binary file object will do); a
-    last line without ``\\n`` is the torn tail. ``keep_events`` as in :func:`read_log`.
+    last line without ``\\n`` is the torn tail. ``keep_events`` and ``fast`` as in
+    :func:`read_log`.
 
     After the first corruption the remaining lines are only measured, not decoded, so the
     torn tail and the size of the complete part are still reported.
@@ -273,11 +354,12 @@ def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) 
     torn = b""
     corruption: LogCorruption | None = None
     header_size = 0
-    decode, encode, event = _decode, _encode, LogEvent
     change_type = SCHEDULE_CHANGE_TYPE
     append, add_change = events.append, changes.append
-    change_prefix, change_line = _CHANGE_PREFIX, decode_change_line
-    followup_prefix, plain_followup = _FOLLOWUP_PREFIX, _is_plain_followup
+    # The fast paths take the lines they are sure of; every other line, and every line that
+    # is not, goes to the reference decoder, which gives the verdict.
+    summary = summary_line if fast and not keep_events else None
+    compact = _compact_event if fast and keep_events else None
 
     for line_no, raw in enumerate(lines, start=1):
         if raw[-1:] != b"\n":
@@ -296,56 +378,39 @@ def parse_lines(lines: Iterable[bytes], *, file: str, keep_events: bool = True) 
                 message=f"line is longer than {MAX_LINE_BYTES} bytes",
                 rule="line_too_long",
             )
-        else:
-            if line_no > 1:
-                # Fast path for the lines our writers emit: a JSON object whose compact
-                # re-encoding is the line itself has no duplicate key and no NaN token.
-                body = raw[:-1]
-                if not keep_events:  # typed checks of the common lines, else as below
-                    if body.startswith(change_prefix):
-                        decoded = change_line(body)  # straight to the change, or None
-                        if decoded is not None:
-                            add_change(ChangeAt(count, offset, None, decoded))
-                            count += 1
-                            offset += size
-                            continue
-                    elif body.startswith(followup_prefix) and plain_followup(body):
-                        count += 1
-                        offset += size
-                        continue
-                try:
-                    value = decode(body)
-                    same = encode(value) == body
-                except Exception:  # invalid UTF-8, deep nesting…: the strict path decides
-                    same = False
-                if same and type(value) is dict:
-                    kind = value.get("type")
-                    if type(kind) is str and kind:
-                        if keep_events:
-                            exact = len(value) == 2 and "data" in value
-                            append(event(type=kind, data=value.get("data"), exact=exact, raw=raw))
-                        elif kind == change_type:
-                            exact = len(value) == 2 and "data" in value
-                            item = event(type=kind, data=value.get("data"), exact=exact, raw=raw)
-                            add_change(ChangeAt(count, offset, item))
-                        count += 1
-                        offset += size
-                        continue
-            # Everything else gets the exact verdict (and message) of the strict path.
-            try:
-                value = _decode_json(raw)
-                if line_no == 1:
-                    header_size = size
-                    header = decode_header(value)
-                else:
-                    item = event_from_value(value, raw=raw)
-                    if keep_events:
-                        append(item)
-                    elif item.type == change_type:
-                        add_change(ChangeAt(count, offset, item))
+            offset += size
+            continue
+        if line_no > 1:
+            if summary is not None:
+                taken = summary(raw)
+                if taken is not None:
+                    if taken is not True:
+                        add_change(ChangeAt(count, offset, None, taken))
                     count += 1
-            except CorruptLogError as exc:
-                corruption = _corruption(file, line_no, offset, exc)
+                    offset += size
+                    continue
+            elif compact is not None:
+                event = compact(raw)
+                if event is not None:
+                    append(event)
+                    count += 1
+                    offset += size
+                    continue
+        try:
+            item = _reference_line(raw, line_no)
+        except CorruptLogError as exc:
+            corruption = _corruption(file, line_no, offset, exc)
+        else:
+            if type(item) is Header:
+                header_size = size
+                header = item
+            else:
+                assert type(item) is LogEvent
+                if keep_events:
+                    append(item)
+                elif item.type == change_type:
+                    add_change(ChangeAt(count, offset, item))
+                count += 1
         offset += size
     return LogContents(
         file=file,

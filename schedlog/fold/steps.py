@@ -17,7 +17,6 @@ from schedlog.eventlog.changes import (
     Change,
     CreateChange,
     DeleteChange,
-    DispatchChange,
     decode_change,
 )
 from schedlog.eventlog.errors import CorruptLogError
@@ -69,33 +68,30 @@ def plan(change: Change, active: Mapping[str, Record], seen: Container[str]) -> 
 
     Raises :class:`FoldError` with the SPEC §10.3 message; paths are relative to the event line.
     """
-    match change:
-        case CreateChange(schedule=record):
-            if record.id in seen:
-                raise _fail(
-                    f"schedule id {js_dumps(record.id)} was reused",
-                    "id_reused",
-                    "$.data.schedule.id",
-                )
-            return Effect(record.id, record, True)
-        case DeleteChange(id=target):
-            if target not in active:
-                raise _fail(
-                    f"schedule delete targets inactive id {js_dumps(target)}",
-                    "delete_inactive",
-                    "$.data.id",
-                )
-            return Effect(target, None, False)
-        case DispatchChange(id=target, accepted_at=accepted_at):
-            current = active.get(target)
-            if current is None:
-                raise _fail(
-                    f"schedule dispatch targets inactive id {js_dumps(target)}",
-                    "dispatch_inactive",
-                    "$.data.id",
-                )
-            return _dispatch(current, target, accepted_at)
-    raise AssertionError(f"unknown change {change!r}")  # pragma: no cover
+    if isinstance(change, CreateChange):
+        record = change.schedule
+        if record.id in seen:
+            raise _fail(
+                f"schedule id {js_dumps(record.id)} was reused", "id_reused", "$.data.schedule.id"
+            )
+        return Effect(record.id, record, True)
+    target = change.id
+    if isinstance(change, DeleteChange):
+        if target not in active:
+            raise _fail(
+                f"schedule delete targets inactive id {js_dumps(target)}",
+                "delete_inactive",
+                "$.data.id",
+            )
+        return Effect(target, None, False)
+    current = active.get(target)
+    if current is None:
+        raise _fail(
+            f"schedule dispatch targets inactive id {js_dumps(target)}",
+            "dispatch_inactive",
+            "$.data.id",
+        )
+    return _dispatch(current, target, change.accepted_at)
 
 
 def _dispatch(current: Record, target: str, accepted_at: int | None) -> Effect:

@@ -13,6 +13,7 @@ import msgspec
 
 __all__ = [
     "MAX_SAFE_INT",
+    "DuplicateKeyError",
     "JSONSyntaxError",
     "is_blank",
     "is_safe_int",
@@ -126,11 +127,19 @@ class JSONSyntaxError(ValueError):
 _decode = msgspec.json.Decoder().decode
 
 
+class DuplicateKeyError(JSONSyntaxError):
+    """The text is JSON except that an object holds a key twice (``key``)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {js_dumps(key)}")
+        self.key = key
+
+
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise JSONSyntaxError(f"duplicate key {js_dumps(key)}")
+            raise DuplicateKeyError(key)
         out[key] = value
     return out
 

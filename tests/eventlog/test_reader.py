@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,8 @@ from schedlog.eventlog import (
     parse_log,
     read_log,
 )
-from schedlog.rules.text import loads_strict
+from schedlog.eventlog.reader import parse_lines
+from schedlog.rules.text import DuplicateKeyError, loads_strict
 from tests.eventlog.helpers import change, chatter, create_data, header, log_bytes
 
 HEAD = log_bytes(header())
@@ -69,7 +72,26 @@ LINE_CORRUPTION = [
     ("cr-only", b"\r", "json", "$", "invalid JSON"),
     ("garbage", b"not json", "json", "$", "invalid JSON"),
     ("trailing-garbage", b'{"type":"a"} x', "json", "$", "invalid JSON"),
-    ("duplicate-key", b'{"type":"a","data":{"k":1,"k":2}}', "json", "$", "duplicate key"),
+    # A key given twice is corruption in the envelope and in the payloads the engine reads;
+    # inside other payloads it is allowed (docs/decisions.md, "Duplicate keys in event payloads").
+    ("duplicate-key", b'{"type":"a","type":"b","data":{}}', "json", "$", "duplicate key"),
+    ("duplicate-data", b'{"type":"a","data":{},"data":{}}', "json", "$", "duplicate key"),
+    (
+        "duplicate-key-in-change",
+        b'{"type":"schedule/change","data":{"k":1,"k":2}}',
+        "json",
+        "$",
+        'duplicate key "k"',
+    ),
+    (
+        "duplicate-key-in-followup",
+        b'{"type":"message/followup","data":{"a":[{"k":1,"k":2}]}}',
+        "json",
+        "$",
+        'duplicate key "k"',
+    ),
+    ("duplicate-key-beside-data", b'{"type":"a","data":1,"x":{"k":1,"k":2}}', "json", "$", '"k"'),
+    ("duplicate-key-in-array", b'[{"k":1,"k":2}]', "json", "$", "duplicate key"),
     ("nan", b'{"type":"a","data":NaN}', "json", "$", "NaN"),
     ("infinity", b'{"type":"a","data":-Infinity}', "json", "$", "Infinity"),
     ("array", b"[]", "event", "$", "object"),
@@ -116,6 +138,22 @@ def test_line_corruption(line: bytes, rule: str, path: str, fragment: str) -> No
     error = bad.error()
     assert isinstance(error, CorruptLogError) and error.code == "corrupt_schedule_log"
     assert (error.line, error.offset, error.index) == (3, len(before), 1)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("keep_events", [True, False])
+def test_duplicate_keys_inside_other_payloads_are_allowed(fast: bool, keep_events: bool) -> None:
+    # As JSON.parse reads them: the last value counts (docs/decisions.md).
+    line = (
+        b'{"type":"message/user","data":{"text":"a","meta":{"k":1,"k":[{"j":1,"j":2}]},"text":"b"}}'
+    )
+    data = log_bytes(header()) + line + b"\n"
+    contents = parse_lines(io.BytesIO(data), file="log.jsonl", keep_events=keep_events, fast=fast)
+    assert contents.ok and contents.event_count == 1
+    if keep_events:
+        (event,) = contents.events
+        assert event.data == {"text": "b", "meta": {"k": [{"j": 2}]}}
+        assert event.raw == line + b"\n"
 
 
 HEADER_CASES = [
@@ -167,6 +205,29 @@ def test_read_log_matches_parse_log(tmp_path: Path) -> None:
     assert from_file.torn_tail == b"torn" and from_file.corruption is not None
 
 
+def _payload_duplicates_only(body: bytes) -> object:
+    """``body`` read as JSON.parse reads it, when its keys given twice are all inside the
+    ``data`` of an event of another type than schedule/change and message/followup."""
+
+    def unique(value: object) -> bool:  # ``value`` decoded with objects as lists of pairs
+        if type(value) is list and value and all(type(p) is tuple for p in value):
+            keys = [k for k, _ in value]
+            return len(keys) == len(set(keys)) and all(unique(v) for _, v in value)
+        return type(value) is not list or all(unique(v) for v in value)
+
+    pairs = json.loads(body, object_pairs_hook=lambda items: [tuple(p) for p in items])
+    value = json.loads(body)
+    if (
+        type(value) is not dict
+        or value.get("type") in ("schedule/change", "message/followup")
+        or type(value.get("type")) is not str
+        or not unique([(k, None) for k, _ in pairs])
+        or not all(unique(v) for k, v in pairs if k != "data")
+    ):
+        raise ValueError("duplicate key")
+    return value
+
+
 def _reference(data: bytes) -> tuple[list[tuple[str, object, bool, bytes]], int | None, bytes]:
     """The reader's contract spelled out with the strict decoder only (no fast path)."""
     *complete, tail = data.split(b"\n")
@@ -175,7 +236,10 @@ def _reference(data: bytes) -> tuple[list[tuple[str, object, bool, bytes]], int 
         try:
             if not body:
                 raise ValueError("empty")
-            value = loads_strict(body)
+            try:
+                value = loads_strict(body)
+            except DuplicateKeyError:
+                value = _payload_duplicates_only(body)
             got = event_from_value(value, raw=body + b"\n")
         except ValueError:
             return events, number, tail
