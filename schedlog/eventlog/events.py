@@ -26,7 +26,7 @@ SCHEDULE_CHANGE_TYPE: Final = "schedule/change"
 FOLLOWUP_TYPE: Final = "message/followup"
 
 
-class LogEvent(msgspec.Struct, frozen=True, kw_only=True):
+class LogEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One event line.
 
     * ``type``: the envelope type (a non-empty string);

@@ -35,6 +35,7 @@ __all__ = [
     "ChangeAt",
     "LogContents",
     "LogCorruption",
+    "decode_event_line",
     "parse_lines",
     "parse_log",
     "read_log",
@@ -331,6 +332,17 @@ def _compact_event(raw: bytes) -> LogEvent | None:
         return None
     exact = len(value) == 2 and "data" in value
     return LogEvent(type=kind, data=value.get("data"), exact=exact, raw=raw)
+
+
+def decode_event_line(raw: bytes) -> LogEvent:
+    """The event of one complete line after the header (``raw`` keeps its ``\\n``), checked
+    as a read checks it. Raises :class:`CorruptLogError` (no file location)."""
+    event = _compact_event(raw)
+    if event is not None:
+        return event
+    item = _reference_line(raw, 2)
+    assert type(item) is LogEvent
+    return item
 
 
 # --- the read loop --------------------------------------------------------------------------

@@ -14,6 +14,7 @@ checker (here, in :mod:`schedlog.invariant`) and imports them like any other mod
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Mapping
 from types import TracebackType
@@ -23,6 +24,7 @@ import structlog
 
 from schedlog._crashpoints import crashpoint
 from schedlog.eventlog.changes import Change
+from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.events import (
     FOLLOWUP_TYPE,
     SCHEDULE_CHANGE_TYPE,
@@ -32,7 +34,7 @@ from schedlog.eventlog.events import (
 )
 from schedlog.eventlog.followups import Member, delivered_members, parse_followup
 from schedlog.eventlog.header import Header
-from schedlog.eventlog.reader import MAX_LINE_BYTES, read_log
+from schedlog.eventlog.reader import MAX_LINE_BYTES, decode_event_line, read_log
 from schedlog.files import FILE_MODE, fsync_directory, write_all
 from schedlog.fold.replay import apply_event
 from schedlog.fold.state import FoldState
@@ -54,7 +56,8 @@ class LogAppender:
     * ``schedule_folded``: False when opened with ``fold_schedule=False``: the schedule state is
       unknown, so ``schedule/change`` appends are refused;
     * ``event_count``: the number of events (the next append gets this index);
-    * ``delivered``: members already delivered in the owned suffix -> messageId (SPEC §12.3).
+    * ``delivered``: members already delivered in the owned suffix -> messageId (SPEC §12.3);
+    * ``events_at_open``: the events read when the log was opened (the header excluded).
     """
 
     def __init__(
@@ -69,8 +72,10 @@ class LogAppender:
         size: int,
         created: bool,
         schedule_folded: bool = True,
+        events: tuple[LogEvent, ...] = (),
     ) -> None:
         self.path = path
+        self.events_at_open = events
         self.header = header
         self.state = state
         self.schedule_folded = schedule_folded
@@ -157,6 +162,7 @@ class LogAppender:
             size=log_size,
             created=created,
             schedule_folded=fold_schedule,
+            events=contents.events,
         )
 
     # --- appending --------------------------------------------------------------------------
@@ -206,6 +212,56 @@ class LogAppender:
                 for member in followup.reminders:
                     self._delivered.setdefault(member, followup.message_id)
         return logged
+
+    def catch_up(self) -> list[LogEvent] | None:
+        """The events another writer appended since this log last wrote or looked, seen by the
+        file's length (a session log only grows); they are folded into ``state`` and counted in
+        ``event_count`` and ``delivered``. Empty when there are none; only complete lines are
+        taken.
+
+        None when the file at ``path`` is no longer the one open here, or is shorter than what
+        this log wrote or saw (replaced or truncated): the caller re-opens the log, which reads
+        and folds it from the start. Raises :class:`~schedlog.eventlog.errors.CorruptLogError`
+        (located) when an appended line is corrupt or its change does not fold; nothing is
+        taken then.
+        """
+        fd = self._require_open()
+        info = os.fstat(fd)
+        try:
+            named = os.stat(self.path)
+        except OSError:
+            return None
+        if (named.st_dev, named.st_ino) != (info.st_dev, info.st_ino) or info.st_size < self._size:
+            return None
+        if info.st_size == self._size:
+            return []
+        data = os.pread(fd, info.st_size - self._size, self._size)
+        end = data.rfind(b"\n") + 1
+        state, index, offset = self.state, self.event_count, self._size
+        events: list[LogEvent] = []
+        for raw in io.BytesIO(data[:end]):
+            try:
+                if len(raw) > MAX_LINE_BYTES + 1:
+                    raise CorruptLogError(
+                        f"line is longer than {MAX_LINE_BYTES} bytes", rule="line_too_long"
+                    )
+                event = decode_event_line(raw)
+                if event.type == SCHEDULE_CHANGE_TYPE and self.schedule_folded:
+                    state = apply_event(state, event)
+            except CorruptLogError as exc:
+                exc.index = index
+                raise exc.locate(file=self.path, line=index + 2, offset=offset) from None
+            events.append(event)
+            index += 1
+            offset += len(raw)
+        self.state, self.event_count, self._size = state, index, offset
+        for event in events:
+            if event.type == FOLLOWUP_TYPE:
+                followup = parse_followup(event.data)
+                if followup is not None:
+                    for member in followup.reminders:
+                        self._delivered.setdefault(member, followup.message_id)
+        return events
 
     def append_change(self, change: Change) -> LogEvent:
         """Append ``{"type":"schedule/change","data":CHANGE}`` (invariant-checked)."""

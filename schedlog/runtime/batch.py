@@ -14,6 +14,7 @@ import structlog
 
 from schedlog.diagnostics import instant_field
 from schedlog.eventlog.followups import Member
+from schedlog.fold.incremental import FoldCursor
 from schedlog.runtime.clock import VirtualClock
 from schedlog.runtime.delivery import FAULTED, drive_pass
 from schedlog.runtime.interfaces import FollowupMessage
@@ -42,6 +43,7 @@ class BatchSession:
         self.session = FileSession(path, session_id=session_id)
         self.tools = SessionTools(self.session, self.clock)
         self.faulted = False
+        self._cursor = FoldCursor()  # each tick folds only what was appended since the last
 
     def _at(self, now: int) -> None:
         self.clock.set(now)
@@ -70,7 +72,7 @@ class BatchSession:
             )
             return []
         delivered: list[dict[str, Any]] = []
-        for outcome in drive_pass(self.session, self.session, self.clock):
+        for outcome in drive_pass(self.session, self.session, self.clock, self._cursor):
             if outcome.message is not None:
                 delivered.append(delivery_json(outcome.message))
             if outcome.kind == FAULTED:

@@ -24,6 +24,7 @@ from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog.changes import DispatchChange
 from schedlog.eventlog.followups import Member, delivered_members
 from schedlog.fold import FoldState
+from schedlog.fold.incremental import FoldCursor
 from schedlog.framing import FramedReminder
 from schedlog.rules.decide import decide
 from schedlog.rules.instants import is_representable
@@ -146,14 +147,16 @@ def _fault(error: BaseException) -> Outcome:
     return Outcome("faulted", error=error)
 
 
-def decide_now(log_: SessionLog, clock: Clock) -> tuple[FoldState, Selection | None] | Outcome:
+def decide_now(
+    log_: SessionLog, clock: Clock, cursor: FoldCursor | None = None
+) -> tuple[FoldState, Selection | None] | Outcome:
     """Fold the owned suffix, sample the clock and decide (SPEC §10.7 steps 2-4).
 
     Returns the state and selection, or the ``faulted`` (corrupt or unreadable log, §12.4) or
-    ``invalid_clock`` outcome.
+    ``invalid_clock`` outcome. ``cursor`` as in :func:`~schedlog.runtime.tools.read_state`.
     """
     try:
-        state = read_state(log_)
+        state = read_state(log_, cursor)
     except (CorruptScheduleError, OSError) as exc:
         return _fault(exc)
     now = sample_clock(clock)
@@ -165,14 +168,16 @@ def decide_now(log_: SessionLog, clock: Clock) -> tuple[FoldState, Selection | N
         return _fault(exc)
 
 
-def deliver_claimed(log_: SessionLog, agent: Agent, clock: Clock) -> Outcome:
+def deliver_claimed(
+    log_: SessionLog, agent: Agent, clock: Clock, cursor: FoldCursor | None = None
+) -> Outcome:
     """One delivery inside the maintenance claim (SPEC §10.7 step 6), claim handling excluded.
 
     Effects, in order: at most one ``followup()`` (for the members not already delivered), then
     one dispatch append per selected member in selection order. A framing or ``followup()``
     failure appends nothing (``followup_failed``); a failed dispatch append is ``faulted``.
     """
-    decided = decide_now(log_, clock)
+    decided = decide_now(log_, clock, cursor)
     if isinstance(decided, Outcome):
         return decided
     state, selection = decided
@@ -245,7 +250,9 @@ def post_dispatch(log_: SessionLog) -> bool:
     return False
 
 
-def drive_pass(log_: SessionLog, agent: Agent, clock: Clock) -> list[Outcome]:
+def drive_pass(
+    log_: SessionLog, agent: Agent, clock: Clock, cursor: FoldCursor | None = None
+) -> list[Outcome]:
     """Drive repeatedly with an always-idle agent until nothing is due (SPEC §15.3 ``tick``).
 
     Each iteration is preflight, one delivery (one one-shot or one batch), post-dispatch
@@ -257,7 +264,7 @@ def drive_pass(log_: SessionLog, agent: Agent, clock: Clock) -> list[Outcome]:
         if not preflight(log_):
             outcomes.append(Outcome("preflight_failed"))
             return outcomes
-        outcome = deliver_claimed(log_, agent, clock)
+        outcome = deliver_claimed(log_, agent, clock, cursor)
         outcomes.append(outcome)
         if outcome.kind != "delivered" or not post_dispatch(log_):
             return outcomes

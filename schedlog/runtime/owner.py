@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE
+from schedlog.fold.incremental import FoldCursor
 from schedlog.runtime.clock import MAX_WAIT_MS
 from schedlog.runtime.delivery import (
     Outcome,
@@ -66,6 +67,7 @@ class LiveOwner:
         self._unsubscribe: Callable[[], None] | None = None
         self._timer_deadline: int | None = None
         self._has_schedule_events = False
+        self._cursor = FoldCursor()  # each drive folds only what was appended since the last
 
     @property
     def live(self) -> bool:
@@ -162,7 +164,7 @@ class LiveOwner:
         async with self.queue:
             if not preflight(self.log):
                 return
-            decided = decide_now(self.log, self.clock)
+            decided = decide_now(self.log, self.clock, self._cursor)
         if isinstance(decided, Outcome):
             self._record(decided)
             return
@@ -177,7 +179,9 @@ class LiveOwner:
             return
         try:
             async with self.queue:
-                outcome = self._record(deliver_claimed(self.log, self.agent, self.clock))
+                outcome = self._record(
+                    deliver_claimed(self.log, self.agent, self.clock, self._cursor)
+                )
         finally:
             claim.release()
         if outcome.kind == "idle":

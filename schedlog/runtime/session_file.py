@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from schedlog.errors import CorruptScheduleError
-from schedlog.eventlog import build_followup, read_log
+from schedlog.eventlog import build_followup
 from schedlog.eventlog.events import LogEvent
 from schedlog.eventlog.header import Header
 from schedlog.invariant.appender import LogAppender
@@ -87,14 +87,8 @@ class FileSession:
         except (OSError, CorruptScheduleError, ValueError) as exc:
             self._open_error = exc
             return False
-        try:
-            contents = read_log(self.path)
-        except OSError as exc:
-            log.close()
-            self._open_error = exc
-            return False
         self._log, self._open_error = log, None
-        self._events = list(contents.events)
+        self._events = list(log.events_at_open)  # the open read them: no second read
         return True
 
     def _require(self) -> LogAppender:
@@ -111,7 +105,15 @@ class FileSession:
         return self._require().header
 
     def events(self) -> Sequence[LogEvent]:
-        self._require()
+        """The log's events: those read at open, this session's appends, and those another
+        writer appended since, seen by the file's length. A log that was replaced or
+        truncated is opened again and read from the start (a new list)."""
+        appended = self._require().catch_up()
+        if appended is None:
+            self.close()
+            self._require()
+        elif appended:
+            self._events.extend(appended)
         return self._events
 
     def append(self, event: Mapping[str, Any]) -> None:

@@ -21,6 +21,7 @@ from schedlog.errors import (
 from schedlog.eventlog.changes import Change, CreateChange, DeleteChange
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE
 from schedlog.fold import FoldState, apply_change, fold, next_schedule_id
+from schedlog.fold.incremental import FoldCursor
 from schedlog.invariant import check
 from schedlog.protocols import SESSION_LOCAL
 from schedlog.rules.records import build_session_record, validate_session_create_args
@@ -92,10 +93,17 @@ def barrier(log: SessionLog) -> bool:
         return False
 
 
-def read_state(log: SessionLog) -> FoldState:
+def read_state(log: SessionLog, cursor: FoldCursor | None = None) -> FoldState:
     """Fold the owned suffix of ``log``. Raises :class:`CorruptScheduleError` when the log or
-    its owned suffix is corrupt, :class:`OSError` when it cannot be read."""
-    return fold(log.events(), seed_length=log.header.seed_length)
+    its owned suffix is corrupt, :class:`OSError` when it cannot be read.
+
+    With a ``cursor`` (one per log, kept by the caller) only the events appended since the
+    cursor last looked are folded; the result is the same."""
+    events = log.events()
+    seed_length = log.header.seed_length
+    if cursor is None:
+        return fold(events, seed_length=seed_length)
+    return cursor.state(events, seed_length=seed_length)
 
 
 def append_change(log: SessionLog, state: FoldState, change: Change) -> FoldState:
@@ -139,6 +147,7 @@ class SessionTools:
         self.log = log
         self.clock = clock
         self._redrive = redrive
+        self._cursor = FoldCursor()  # each call folds only what was appended since the last
 
     # --- tools -------------------------------------------------------------------------------
 
@@ -171,7 +180,7 @@ class SessionTools:
         """The activity report of the owned suffix, or None when nothing is active. The caller
         decides whether there is a live owner. An unreadable or corrupt log reports None."""
         try:
-            state = read_state(self.log)
+            state = read_state(self.log, self._cursor)
         except (CorruptScheduleError, OSError):
             return None
         if not state.active:
@@ -188,7 +197,7 @@ class SessionTools:
         if not barrier(self.log):
             raise PersistenceUncertain()
         try:
-            state = read_state(self.log)
+            state = read_state(self.log, self._cursor)
         except OSError:
             raise PersistenceUncertain() from None
         except CorruptScheduleError:
@@ -224,7 +233,7 @@ class SessionTools:
 
     def _fold(self, operation: Operation, id: str | None = None) -> FoldState | ToolValue:
         try:
-            return read_state(self.log)
+            return read_state(self.log, self._cursor)
         except CorruptScheduleError:
             return corrupt_value()
         except OSError:

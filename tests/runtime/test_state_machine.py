@@ -17,7 +17,7 @@ from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from structlog.testing import capture_logs
 
-from schedlog.eventlog import read_log
+from schedlog.eventlog import encode_line, read_log
 from schedlog.eventlog.followups import Member, parse_followup
 from schedlog.fold import FoldState, apply_event, fold
 from schedlog.rules.decide import decide
@@ -202,6 +202,41 @@ class EngineMachine(RuleBasedStateMachine):
         self.run(self.engine.dispose())
         self.harness.inner.close()
         self._build()
+
+    # --- another writer ----------------------------------------------------------------------
+
+    @rule(text=st.sampled_from(["hi", "a:b"]), delete=st.booleans())
+    def foreign_append(self, text: str, delete: bool) -> None:
+        """Another writer appends a chat event, or deletes an active reminder: the engine sees
+        the appended lines by the file's length and folds only those."""
+        if self.harness.inner._log is None or not self.path.exists():
+            return
+        lines = [encode_line({"type": "message/user", "data": {"text": text}})]
+        active = log_fold(self.path).active
+        if delete and active:
+            change = {"version": 1, "operation": "delete", "id": active[0].id}
+            lines.append(encode_line({"type": "schedule/change", "data": change}))
+        with self.path.open("ab") as f:
+            f.write(b"".join(lines))
+
+    @rule(keep=st.integers(0, 40), replace=st.booleans())
+    def foreign_rewrite(self, keep: int, replace: bool) -> None:
+        """Another writer truncates the log to a line boundary, or replaces the file with a
+        copy (a new inode): the engine reads it again from the start."""
+        if self.harness.inner._log is None or not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        lines = data.splitlines(keepends=True)
+        if not replace:
+            if len(lines) <= 1:
+                return
+            kept = b"".join(lines[: 1 + keep % len(lines)])
+            with self.path.open("r+b") as f:
+                f.truncate(len(kept))
+            return
+        copy = self.path.with_suffix(".copy")
+        copy.write_bytes(data)
+        copy.replace(self.path)
 
     @rule()
     def quiesce(self) -> None:
