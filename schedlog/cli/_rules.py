@@ -26,7 +26,7 @@ from schedlog.fold import fold
 from schedlog.rules.at import parse_at
 from schedlog.rules.cron import canonical_cron
 from schedlog.rules.decide import decide
-from schedlog.rules.instants import format_instant
+from schedlog.rules.instants import format_instant, format_instants
 from schedlog.rules.record import Record
 from schedlog.rules.records import (
     build_host_record,
@@ -228,7 +228,7 @@ def cmd_next(args: argparse.Namespace) -> int:
                 "record": record.to_json(),
                 "at": format_instant(at),
                 "decision": decision,
-                "upcoming": [format_instant(t) for t in upcoming],
+                "upcoming": format_instants(upcoming),
             }
         )
         return 0

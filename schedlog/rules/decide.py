@@ -9,8 +9,11 @@ later than the natural candidate is never moved backward (§7.7).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Final, NamedTuple
+
+from msgspec.structs import replace
 
 from schedlog.errors import CorruptScheduleError, ScheduleInputError
 from schedlog.rules.at import MSG_OUT_OF_RANGE, parse_normalized_time
@@ -35,6 +38,7 @@ __all__ = [
     "first_cron",
     "first_every",
     "offset_target",
+    "target_after_target",
 ]
 
 MIN_EVERY_SECONDS_SESSION: Final = 300
@@ -214,3 +218,70 @@ def decide(record: Record, at: int) -> Decision:
     if kind == "cron":
         return _decide_cron(record, at)
     raise CorruptScheduleError(f"schedule record kind {kind!r} is unknown")
+
+
+def target_after_target(record: Record) -> Callable[[int], int | None]:
+    """The rule's own next-target function: for a target ``t`` of ``record``, the target that
+    follows it, or None when the rule is exhausted (always None for ``after`` and ``at``).
+
+    ``step(t)`` is ``decide(record with scheduledAt t, t).next_scheduled_at``: deciding exactly
+    at a target makes that target the occurrence (SPEC §7.9), so what follows it is
+    ``t + every`` for ``every`` (None past MAX), ``calendarNext`` from ``t``'s local day for
+    ``daily`` and ``weekly``, and ``cronNext(t)`` for ``cron``. The rule's fields are checked
+    once, here, with the errors of :func:`decide`; a ``t`` that is not representable goes
+    through :func:`decide` itself, which raises its error.
+    """
+    kind = record.kind
+    if kind in ("after", "at"):
+        return lambda target: None
+    if kind == "every":
+        seconds = record.every_seconds
+        interval = seconds * 1000 if type(seconds) is int else 0
+        if not 0 < interval <= MAX_SAFE_INT:
+            raise CorruptScheduleError(
+                f"schedule record {record.id!r} everySeconds must be a positive safe interval"
+            )
+
+        def every(target: int) -> int | None:
+            if not is_representable(target):
+                return decide(replace(record, scheduled_at=target), target).next_scheduled_at
+            following = target + interval
+            return following if following <= MAX_MS else None
+
+        return every
+    if kind in ("daily", "weekly"):
+        zone = _stored_zone(record)
+        time_ms = parse_normalized_time(record.time)
+        if time_ms is None or (kind == "weekly" and not record.weekdays):
+            raise CorruptScheduleError(f"schedule record {record.id!r} has no valid {kind} rule")
+        weekdays = record.weekdays if kind == "weekly" else None
+
+        def calendar(target: int) -> int | None:
+            if not is_representable(target):
+                return decide(replace(record, scheduled_at=target), target).next_scheduled_at
+            return calendar_next(time_ms, weekdays, zone, target, local_day(zone, target))
+
+        return calendar
+    if kind == "cron":
+        zone = _stored_zone(record)
+        if record.expression is None:
+            raise CorruptScheduleError(f"schedule record {record.id!r} has no cron expression")
+        try:
+            rule = cached_cron(record.expression)
+        except ScheduleInputError as exc:
+            raise CorruptScheduleError(
+                f"schedule record {record.id!r} expression is invalid: {exc.message}"
+            ) from None
+
+        def cron(target: int) -> int | None:
+            if not is_representable(target):
+                return decide(replace(record, scheduled_at=target), target).next_scheduled_at
+            return cron_next(rule, zone, target)
+
+        return cron
+    return _by_decision(record)
+
+
+def _by_decision(record: Record) -> Callable[[int], int | None]:
+    """The next target by a whole decision (for what the fast forms do not cover)."""
+    return lambda target: decide(replace(record, scheduled_at=target), target).next_scheduled_at

@@ -6,6 +6,7 @@ reach, so civil-day arithmetic is done here on plain integers with 400-year eras
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "days_from_civil",
     "days_in_month",
     "format_instant",
+    "format_instants",
     "is_leap",
     "is_representable",
     "iso_weekday",
@@ -85,6 +87,31 @@ def format_instant(ms: int) -> str:
     h, rest = divmod(secs, 3600)
     mi, s = divmod(rest, 60)
     return f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.{milli:03d}Z"
+
+
+def format_instants(instants: Iterable[int]) -> list[str]:
+    """:func:`format_instant` of each instant, for long lists of them: every date and every
+    time of day is formatted once (successive targets of a rule share both a lot)."""
+    dates: dict[int, str] = {}
+    times: dict[int, str] = {}
+    out: list[str] = []
+    append = out.append
+    for ms in instants:
+        if not MIN_MS <= ms <= MAX_MS:
+            raise ValueError(f"instant {ms} is outside 0001-01-01..9999-12-31")
+        days, rem = divmod(ms, DAY_MS)
+        date = dates.get(days)
+        if date is None:
+            y, mo, d = civil_from_days(days)
+            date = dates[days] = f"{y:04d}-{mo:02d}-{d:02d}T"
+        clock = times.get(rem)
+        if clock is None:
+            secs, milli = divmod(rem, 1000)
+            h, rest = divmod(secs, 3600)
+            mi, sec = divmod(rest, 60)
+            clock = times[rem] = f"{h:02d}:{mi:02d}:{sec:02d}.{milli:03d}Z"
+        append(date + clock)
+    return out
 
 
 # Digits to "0": a canonical instant then reads exactly as this shape (SPEC §3.1, §2.3).

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-import msgspec
-
-from schedlog.rules.decide import decide
+from schedlog.rules.decide import decide, target_after_target
 from schedlog.rules.instants import DAY_MS, civil_from_days, format_instant, iso_weekday
 from schedlog.rules.record import Record
 from schedlog.rules.zones import get_zone
@@ -20,8 +18,10 @@ _WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 def upcoming_targets(record: Record, at: int, count: int) -> list[int]:
     """Up to ``count`` future targets after ``at`` (SPEC §16.3).
 
-    Each step pins the record at the previous target and decides exactly there, so the list is
-    what the delivery runtime would actually produce one occurrence at a time.
+    The first is the committed target when it is after ``at``, else the decision at ``at``;
+    each later one is the rule's own next-target function of the one before
+    (:func:`schedlog.rules.decide.target_after_target`), which is what deciding exactly at
+    that target gives: the list the delivery runtime would produce one occurrence at a time.
     """
     out: list[int] = []
     if count <= 0:
@@ -30,17 +30,20 @@ def upcoming_targets(record: Record, at: int, count: int) -> list[int]:
         current: int | None = record.scheduled_at
     else:
         current = decide(record, at).next_scheduled_at
-    while current is not None and len(out) < count:
-        out.append(current)
+    if current is None:
+        return out
+    out.append(current)
+    if count == 1:
+        return out
+    step = target_after_target(record)
+    append = out.append
+    current = step(current)
+    while current is not None:
+        append(current)
         if len(out) == count:
             break
-        pinned = _with_target(record, current)
-        current = decide(pinned, current).next_scheduled_at
+        current = step(current)
     return out
-
-
-def _with_target(record: Record, target: int) -> Record:
-    return msgspec.structs.replace(record, scheduled_at=target)
 
 
 def local_line(record: Record, target: int) -> str:
