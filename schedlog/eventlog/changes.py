@@ -6,7 +6,7 @@ the fold knows; the decoder accepts both dispatch shapes.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
@@ -232,27 +232,52 @@ def _plain_record(
 # --- whole schedule/change lines, typed (the summary read's fast path) -------------------------
 
 
-class _RecordLine(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class _Line(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class _After(_Line, tag_field="kind", tag="after"):
     id: str
-    kind: str
-    title: str | None = None
     prompt: str
-    afterSeconds: int | None = None
-    everySeconds: int | None = None
+    afterSeconds: int
     scheduledAt: str
+    title: str | None = None
 
 
-class _ChangeData(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class _At(_Line, tag_field="kind", tag="at"):
+    id: str
+    prompt: str
+    scheduledAt: str
+    title: str | None = None
+
+
+class _Every(_Line, tag_field="kind", tag="every"):
+    id: str
+    prompt: str
+    everySeconds: int
+    scheduledAt: str
+    title: str | None = None
+
+
+class _Create(_Line, tag_field="operation", tag="create"):
     version: int
-    operation: str
-    schedule: _RecordLine | None = None
-    id: str | None = None
+    schedule: _After | _At | _Every
+
+
+class _Delete(_Line, tag_field="operation", tag="delete"):
+    version: int
+    id: str
+
+
+class _Dispatch(_Line, tag_field="operation", tag="dispatch"):
+    version: int
+    id: str
     acceptedAt: str | None = None
 
 
 class _ChangeLine(msgspec.Struct, forbid_unknown_fields=True):
     type: str
-    data: _ChangeData
+    data: _Create | _Delete | _Dispatch
 
 
 _decode_line = msgspec.json.Decoder(_ChangeLine).decode
@@ -264,11 +289,12 @@ def decode_change_line(body: bytes) -> Change | None:
 
     None means "not taken": the caller reads the line the ordinary way (strict JSON, the
     envelope, :func:`decode_change`), which gives the verdict. Taken means: the line decodes
-    into the Structs (so it is JSON, every member is a known one of the right type, none is
-    missing, and it is valid UTF-8: msgspec checks every string it decodes, and the keys of
-    known members are ASCII), ``type`` is ``schedule/change``, the change passes the checks of
-    :func:`_decode_plain`, and no key is given twice and none is ``null``. The result is the
-    change :func:`decode_change` returns. Spacing and key order do not matter.
+    into the Structs (so it is JSON, every member is a known one of the right type for its
+    ``operation`` and ``kind``, none is missing, and it is valid UTF-8: msgspec checks every
+    string it decodes, and the keys of known members are ASCII), ``type`` is
+    ``schedule/change``, the change passes the checks of :func:`_decode_plain`, and no key is
+    given twice and none is ``null``. The result is the change :func:`decode_change` returns.
+    Spacing and key order do not matter.
 
     The duplicate check counts ``:`` bytes. Outside strings a ``:`` only ever ends a key, so
     the line has one for every member of every object, plus those inside its strings. The
@@ -283,58 +309,75 @@ def decode_change_line(body: bytes) -> Change | None:
     except Exception:  # any shape or syntax surprise: the ordinary path decides
         return None
     data = line.data
-    if line.type != "schedule/change" or data.version != 1:
+    if line.type != "schedule/change" or data.version != 1 or b"\\u003" in body:
         return None
-    operation = data.operation
-    if operation == "create":
-        record = data.schedule
-        if record is None or data.id is not None or data.acceptedAt is not None:
-            return None
-        schedule = _plain_record(
-            record.id,
-            record.kind,
-            record.title,
-            record.prompt,
-            record.afterSeconds,
-            record.everySeconds,
-            record.scheduledAt,
-        )
-        if schedule is None:
-            return None
-        # members: type, data; version, operation, schedule; id, kind, prompt, scheduledAt
-        members = 9 + (record.afterSeconds is not None) + (record.everySeconds is not None)
-        text = record.id.count(":") + record.prompt.count(":") + 2  # a canonical instant has 2
-        if record.title is not None:
-            members += 1
-            text += record.title.count(":")
-        if body.count(b":") != members + text or b"\\u003" in body:
-            return None
-        return CreateChange(schedule=schedule)
+    colons = body.count(b":")
+    if isinstance(data, _Create):
+        return _typed_create(data.schedule, colons)
     change_id = data.id
-    if (
-        data.schedule is not None
-        or type(change_id) is not str
-        or not change_id
-        or change_id.strip(JS_WHITESPACE) != change_id
-    ):
+    if not change_id or change_id.strip(JS_WHITESPACE) != change_id:
         return None
     expected = 5 + change_id.count(":")  # type, data; version, operation, id
-    if operation == "dispatch":
-        if data.acceptedAt is None:
-            change: Change = DispatchChange(id=change_id)
-        else:
-            accepted_at = parse_canonical_instant(data.acceptedAt)
-            if accepted_at is None:
-                return None
-            change = DispatchChange(id=change_id, accepted_at=accepted_at)
-            expected += 3  # the key and a canonical instant's 2
-    elif operation == "delete" and data.acceptedAt is None:
-        change = DeleteChange(id=change_id)
+    if isinstance(data, _Delete):
+        return DeleteChange(id=change_id) if colons == expected else None
+    accepted = data.acceptedAt
+    if accepted is None:
+        return DispatchChange(id=change_id) if colons == expected else None
+    if colons != expected + 3:  # the key and a canonical instant's 2
+        return None
+    accepted_at = parse_canonical_instant(accepted)
+    return None if accepted_at is None else DispatchChange(id=change_id, accepted_at=accepted_at)
+
+
+def _typed_create(record: _After | _At | _Every, colons: int) -> CreateChange | None:
+    """:func:`decode_change_line` of a create: the checks of :func:`_plain_record`."""
+    record_id, prompt, title = record.id, record.prompt, record.title
+    if (
+        not record_id
+        or record_id.strip(JS_WHITESPACE) != record_id
+        or not prompt
+        or prompt.strip(JS_WHITESPACE) != prompt
+    ):
+        return None
+    # type, data; version, operation, schedule; id, kind, prompt, the seconds, scheduledAt
+    members = 10
+    text = record_id.count(":") + prompt.count(":") + 2  # a canonical instant has 2
+    if title is not None:
+        if not title or title.strip(JS_WHITESPACE) != title or utf16_len(title) > TITLE_MAX_UNITS:
+            return None
+        members += 1
+        text += title.count(":")
+    after = every = None
+    kind: Literal["after", "at", "every"]
+    if isinstance(record, _After):
+        kind = "after"
+        after = record.afterSeconds
+        if not 1 <= after <= MAX_SAFE_INT:
+            return None
+    elif isinstance(record, _Every):
+        kind = "every"
+        every = record.everySeconds
+        if not MIN_EVERY_SECONDS_SESSION <= every <= MAX_EVERY_SECONDS:
+            return None
     else:
+        kind = "at"
+        members -= 1  # no seconds
+    if colons != members + text:
         return None
-    if body.count(b":") != expected or b"\\u003" in body:
+    target = parse_canonical_instant(record.scheduledAt)
+    if target is None:
         return None
-    return change
+    return CreateChange(
+        schedule=Record(
+            id=record_id,
+            kind=kind,
+            prompt=prompt,
+            scheduled_at=target,
+            title=title,
+            after_seconds=after,
+            every_seconds=every,
+        )
+    )
 
 
 def _decode_exact(value: object) -> Change:

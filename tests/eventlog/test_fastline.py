@@ -302,6 +302,8 @@ def test_fast_path_takes_the_lines_writers_emit(text: str) -> None:
         '"kind":"at","kind":"at","prompt":"p\\u003a","scheduledAt":"2026-05-01T09:00:00.000Z"}}}',
         '{"type":"message/followup","data":{"messageId":"m","role":"user","source":{"kind":"schedule"},'
         '"text":"\\u003a","reminders":[{"id":"a","id":"b","occurrenceAt":"x"}],"createdAt":"x"}}',
+        '{"type":"schedule/change","data":{"version":1,"operation":"dispatch","id":"a","id":"b",'
+        '"acceptedAt":"2026-05-01T10:00:00.000Z"}}',
         # null where a member is absent, a float where an integer is expected
         '{"type":"schedule/change","data":{"version":1,"operation":"delete","id":"a","acceptedAt":null}}',
         '{"type":"schedule/change","data":{"version":1.0,"operation":"delete","id":"a"}}',
