@@ -19,7 +19,7 @@ from typing import Any
 
 from schedlog.cli.common import configure_diagnostics, write_json_line
 from schedlog.errors import StoreOpenError
-from schedlog.host.backends import open_store
+from schedlog.host.backends import open_store, select_backend
 from schedlog.host.config import Retention
 from schedlog.host.endpoint import remove_endpoint, with_serve_hint, write_endpoint
 from schedlog.host.sessions import SessionsDirectory
@@ -129,15 +129,20 @@ async def _serve(args: argparse.Namespace, store: TaskStore, token: str, token_f
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started and not task.done():
         await asyncio.sleep(0.02)
+    # A PostgreSQL store is shared, never locked: no endpoint file (it would be a store-locked
+    # hint) and there is no file beside a URL to hold one.
+    shared = select_backend(args.store, args.backend) == "postgresql"
     if server.started:
-        write_endpoint(args.store, url)
+        if not shared:
+            write_endpoint(args.store, url)
         print(f"schedlog host serve: {url}/v1", flush=True)
         where = "SCHEDLOG_TOKEN" if token_file is None else str(token_file)
         print(f"token: {where}", flush=True)
     try:
         await task
     finally:
-        remove_endpoint(args.store)
+        if not shared:
+            remove_endpoint(args.store)
         sock.close()
     return 0 if server.started else 1
 
@@ -159,7 +164,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"schedlog host serve: {exc}", file=sys.stderr)
         return 2
     try:
-        token, token_file = load_token(args.token_file or token_path(args.store))
+        # Beside a file store; beside the sessions directory for a postgresql:// store.
+        beside = args.sessions if select_backend(args.store, args.backend) == "postgresql" else None
+        token, token_file = load_token(args.token_file or token_path(beside or args.store))
     except TokenError as exc:
         return _fail(exc.code, str(exc))
     try:

@@ -111,7 +111,9 @@ def _serve_parser(hsub: Any) -> None:
         help="address to listen on (default 127.0.0.1:8765, loopback only; port 0: any free)",
     )
     serve.add_argument(
-        "--token-file", metavar="PATH", help="bearer token file (default <store>.token)"
+        "--token-file",
+        metavar="PATH",
+        help="bearer token file (default <store>.token; <sessions>.token for postgresql://)",
     )
     serve.add_argument(
         "--allow-host",

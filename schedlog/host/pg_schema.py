@@ -22,14 +22,11 @@ __all__ = [
     "MIGRATION_LOCK",
     "NOTIFY_CHANNEL",
     "SCHEMA_VERSION",
-    "STORE_LOCK",
     "Migration",
 ]
 
 #: ``pg_advisory_xact_lock`` key serializing ``migrate`` runs ("schedlog" + 1).
 MIGRATION_LOCK: Final = 0x5C4ED1_0001
-#: ``pg_try_advisory_lock`` key of the one service that owns a store (single-host mode).
-STORE_LOCK: Final = 0x5C4ED1_0002
 #: The channel every committed task write notifies.
 NOTIFY_CHANNEL: Final = "schedlog_changed"
 
@@ -40,7 +37,7 @@ class Migration(NamedTuple):
     sql: str
 
 
-MIGRATIONS: Final = (
+MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
         "tasks",
@@ -74,6 +71,49 @@ BEGIN
 END $$;
 CREATE TRIGGER schedlog_tasks_changed AFTER INSERT OR UPDATE OR DELETE ON schedlog_tasks
   FOR EACH STATEMENT EXECUTE FUNCTION schedlog_notify_changed();
+""",
+    ),
+)
+
+# Version 3: one notification per changed task, naming it and the writer, so that a host can
+# tell other hosts' commits from its own and report them as change events. Claims and lease
+# extensions leave ``version`` alone and notify nobody.
+MIGRATIONS += (
+    Migration(
+        3,
+        "per-task change notifications",
+        f"""
+DROP TRIGGER schedlog_tasks_changed ON schedlog_tasks;
+CREATE OR REPLACE FUNCTION schedlog_notify_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  kind text;
+  row schedlog_tasks;
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    row := OLD;
+    kind := 'deleted';
+  ELSIF TG_OP = 'INSERT' THEN
+    row := NEW;
+    kind := 'created';
+  ELSE
+    row := NEW;
+    BEGIN
+      kind := CASE WHEN (NEW.body::jsonb -> 'lastDelivery') IS DISTINCT FROM
+                        (OLD.body::jsonb -> 'lastDelivery') THEN 'delivered' ELSE 'updated' END;
+    EXCEPTION WHEN others THEN  -- a body that is not JSON (an invalid row written by hand)
+      kind := 'updated';
+    END;
+  END IF;
+  PERFORM pg_notify('{NOTIFY_CHANNEL}', json_build_object(
+    'writer', current_setting('application_name'), 'id', row.id,
+    'sessionId', row.session_id, 'kind', kind)::text);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER schedlog_tasks_written AFTER INSERT OR DELETE ON schedlog_tasks
+  FOR EACH ROW EXECUTE FUNCTION schedlog_notify_changed();
+CREATE TRIGGER schedlog_tasks_rewritten AFTER UPDATE ON schedlog_tasks
+  FOR EACH ROW WHEN (OLD.version IS DISTINCT FROM NEW.version)
+  EXECUTE FUNCTION schedlog_notify_changed();
 """,
     ),
 )

@@ -13,6 +13,7 @@ Two layers:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeVar
 
@@ -28,6 +29,7 @@ from schedlog.errors import ScheduleError
 from schedlog.eventlog.followups import build_followup
 from schedlog.framing import FramedReminder
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
+from schedlog.host.claims import ClaimingStore
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered, Group, commit_member, occurrence, plan_groups
 from schedlog.host.history import check_limit, history_page
@@ -52,8 +54,19 @@ __all__ = [
 ]
 
 CHANGED: Final = "schedule/changed"
+#: The change kinds another host's commit can report (``LISTEN`` payloads).
+_REMOTE_KINDS: Final[dict[str, ChangeKind]] = {
+    "created": "created",
+    "updated": "updated",
+    "deleted": "deleted",
+    "delivered": "delivered",
+}
+#: Back-off of the timer while a shared store cannot be reached (doubling up to the maximum).
+TIMER_BACKOFF_MS: Final = 100
+MAX_TIMER_BACKOFF_MS: Final = 5_000
 MSG_BARRIER: Final = "Session persistence did not acknowledge the reminder"
 MSG_STOPPING: Final = "Schedule service is stopping"
+MSG_LEASE_LOST: Final = "Another host took over the claim of these reminders"
 MSG_SESSION_ID: Final = "A schedule task needs a non-empty session id"
 
 _log = structlog.get_logger("schedlog.host")
@@ -86,11 +99,14 @@ class HostCore:
         self.store = store
         self.sessions = sessions
         self.retention = retention
+        #: A store shared by several hosts keeps the timer index itself (docs/decisions.md,
+        #: "PostgreSQL store: several hosts"): nothing is loaded here, whatever its size.
+        self.claims: ClaimingStore | None = store if isinstance(store, ClaimingStore) else None
         # Built in one go from the store's index rows: no task is decoded a second time after
         # the validation at open, and one sort replaces an insertion per task.
-        self._keys: dict[str, tuple[int, int, str]] = {
-            key[2]: key for key in store.active_targets()
-        }
+        self._keys: dict[str, tuple[int, int, str]] = (
+            {} if self.claims is not None else {key[2]: key for key in store.active_targets()}
+        )
         self._index: SortedList[tuple[int, int, str]] = SortedList(self._keys.values())
         self._listeners: list[Callable[[str], None]] = []
         self._change_listeners: list[ChangeListener] = []
@@ -101,7 +117,7 @@ class HostCore:
 
     def _reindex(self, st: StoredTask) -> None:
         self._unindex(st.task.id)
-        if st.task.active:
+        if st.task.active and self.claims is None:
             key = (st.task.record.scheduled_at, st.seq, st.task.id)
             self._index.add(key)
             self._keys[st.task.id] = key
@@ -135,6 +151,8 @@ class HostCore:
 
     def next_target(self, excluded: Iterable[str] = ()) -> int | None:
         """The earliest ``scheduledAt`` among active tasks not in ``excluded`` (epoch ms)."""
+        if self.claims is not None:
+            return self.claims.next_wake(excluded)
         skip = set(excluded)
         for target, _seq, task_id in self._index:
             if task_id not in skip:
@@ -142,7 +160,12 @@ class HostCore:
         return None
 
     def due(self, now: int, excluded: Iterable[str] = ()) -> list[StoredTask]:
-        """Active tasks with ``scheduledAt <= now`` not in ``excluded``, in storage order."""
+        """Active tasks with ``scheduledAt <= now`` not in ``excluded``, in storage order.
+
+        On a shared store these are claimed for this host (a lease), up to a batch at a time.
+        """
+        if self.claims is not None:
+            return self.claims.claim_due(now, excluded)
         skip = set(excluded)
         # Every key whose target is at most now sorts below (now + 1, any seq, any id).
         below = self._index.irange(maximum=(now + 1, -(2**63), ""), inclusive=(True, False))
@@ -157,6 +180,8 @@ class HostCore:
         return out
 
     def active_count(self) -> int:
+        if self.claims is not None:
+            return self.claims.active_count()
         return len(self._index)
 
     # --- legacy session events (§11.13) ----------------------------------------------------
@@ -245,6 +270,13 @@ class HostCore:
         self.store.replace(task)
         self._reindex(StoredTask(st.seq, task))
 
+    def _commit(self, st: StoredTask, task: Task) -> None:
+        """A member's delivery commit: on a shared store, only while the claim holds."""
+        if self.claims is not None:
+            self.claims.commit_claimed(task)
+        else:
+            self._replace(st, task)
+
     def update(
         self,
         session_id: str,
@@ -256,21 +288,30 @@ class HostCore:
         title: object = ABSENT,
         prompt: object = ABSENT,
     ) -> UpdateResult:
-        """§11.7 service steps 2-6 (the caller has checked cancellation)."""
-        task = self.find(session_id, task_id)
-        if task is None:
-            return UpdateResult(updated=False, record=None, code="schedule_not_found")
-        if not task.active:
-            return UpdateResult(updated=False, record=None, code="schedule_ended")
-        result = resolve_update(
-            task.record, expected, now(), change=change, title=title, prompt=prompt
-        )
-        if result.updated and result.record is not None:
+        """§11.7 service steps 2-6 (the caller has checked cancellation).
+
+        On a shared store the steps run in one transaction: the task's row is locked when it
+        is read and the write is a compare-and-set on its version, so the expected-state check
+        sees every other writer's committed change and ``schedule_conflict`` only comes from
+        one of those.
+        """
+        atomic = self.claims.atomic() if self.claims is not None else contextlib.nullcontext()
+        with atomic:
+            task = self.find(session_id, task_id)
+            if task is None:
+                return UpdateResult(updated=False, record=None, code="schedule_not_found")
+            if not task.active:
+                return UpdateResult(updated=False, record=None, code="schedule_ended")
+            result = resolve_update(
+                task.record, expected, now(), change=change, title=title, prompt=prompt
+            )
+            if not (result.updated and result.record is not None):
+                return result
             st = self.store.get(task.id)
             assert st is not None
             self._replace(st, msgspec.structs.replace(task, record=result.record, status="active"))
-            self._changed(self._change(task, "updated"))
-            self.drive_requested()
+        self._changed(self._change(task, "updated"))
+        self.drive_requested()
         return result
 
     def delete(self, session_id: str, task_id: object) -> dict[str, Any]:
@@ -312,7 +353,27 @@ class HostCore:
 
         Raises :class:`GroupFailed` with the members not committed; members committed before
         the failure stay committed. Nothing about a failed member is written.
+
+        On a shared store the group runs under the session's lock, on the log as other hosts
+        left it (re-read), and its claims end with it.
         """
+        if self.claims is None:
+            return self._deliver_group(group, now)
+        try:
+            with self.claims.session_lock(group.session_id):
+                self.sessions.discard(group.session_id)
+                try:
+                    return self._deliver_group(group, now)
+                finally:
+                    self.sessions.discard(group.session_id)
+        except GroupFailed:
+            raise
+        except Exception as exc:  # the lock itself: the database is unreachable
+            raise GroupFailed(group.ids, exc) from exc
+        finally:
+            self.claims.release(group.ids)
+
+    def _deliver_group(self, group: Group, now: Callable[[], int]) -> Delivered | None:
         session_id = group.session_id
         self.touch_session(session_id)
         try:
@@ -351,6 +412,11 @@ class HostCore:
                 _log.info("delivery.recovered", **recovered_fields(member, held_by))
             sent: Delivered | None = None
             delivered_at: int | None = None
+            if plan.text is not None and plan.message_id is not None and self.claims is not None:
+                mine = self.claims.extend_leases(f.id for f in plan.fresh)
+                lost = [f.id for f in plan.fresh if f.id not in mine]
+                if lost:  # another host may be delivering them: send nothing
+                    raise ScheduleError("internal_error", f"{MSG_LEASE_LOST}: {', '.join(lost)}")
             if plan.text is not None and plan.message_id is not None:
                 sent_members = plan.members
                 event = build_followup(
@@ -367,7 +433,7 @@ class HostCore:
             for st, decision in members:
                 at = delivered_at if delivered_at is not None else now()
                 task = commit_member(st.task, decision, ids[st.task.id], at, self.retention)
-                self._replace(st, task)
+                self._commit(st, task)
                 pending.remove(st.task.id)
                 committed.append(TaskChange(task.id, session_id, "delivered"))
                 crashpoint("host.after_commit")
@@ -417,6 +483,9 @@ class HostService:
         if auto_drive:
             self.core.drive_requested = self.request_drive
             self._timer = asyncio.get_running_loop().create_task(self._run_timer())
+            if self.core.claims is not None:
+                loop = asyncio.get_running_loop()
+                self.core.claims.listen(lambda change: self._from_thread(loop, change))
 
     @property
     def retention(self) -> Retention:
@@ -539,6 +608,21 @@ class HostService:
 
     # --- delivery ----------------------------------------------------------------------------
 
+    def _from_thread(self, loop: asyncio.AbstractEventLoop, change: dict[str, str]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed while a change arrived
+            loop.call_soon_threadsafe(self._remote_change, change)
+
+    def _remote_change(self, change: dict[str, str]) -> None:
+        """Another host committed a change (``LISTEN``): report it, and look for work again."""
+        if self._stopping:
+            return
+        kind = _REMOTE_KINDS.get(change.get("kind", ""))
+        if kind is not None and "id" in change and "sessionId" in change:
+            self.core._changed((TaskChange(change["id"], change["sessionId"], kind),))
+        else:
+            self.core._changed()
+        self.request_drive()
+
     def request_drive(self) -> None:
         """Ask for a drive pass; requests made before the pass starts are coalesced."""
         self._drive_pending = True
@@ -600,13 +684,24 @@ class HostService:
         return sent
 
     async def _run_timer(self) -> None:
+        backoff = TIMER_BACKOFF_MS
         while True:
             if self._drive_pending:
                 self._drive_pending = False
                 self._wake.clear()
                 _, self._failed = await self.drive()
                 continue
-            target = self.core.next_target(self._failed)
+            try:
+                target = self.core.next_target(self._failed)
+            except Exception as exc:  # a shared store that is unreachable: retry with back-off
+                _log.error(
+                    "delivery.stopped", error=str(exc), message=f"schedule: dispatch stopped: {exc}"
+                )
+                await self.clock.sleep_until(self.clock.now_ms() + backoff)
+                backoff = min(backoff * 2, MAX_TIMER_BACKOFF_MS)
+                self._drive_pending = True
+                continue
+            backoff = TIMER_BACKOFF_MS
             now = self.clock.now_ms()
             if target is not None and target <= now:
                 self._drive_pending = True

@@ -18,9 +18,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import secrets
+import socket
+import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, NamedTuple, TypeVar
 
 import psycopg
@@ -28,8 +32,8 @@ import structlog
 from psycopg_pool import ConnectionPool
 
 from schedlog.errors import StoreOpenError
-from schedlog.host.pg_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION, STORE_LOCK
-from schedlog.host.store import StoredTask, StoreLockedError, StoreWriteError
+from schedlog.host.pg_schema import MIGRATION_LOCK, MIGRATIONS, NOTIFY_CHANNEL, SCHEMA_VERSION
+from schedlog.host.store import StoredTask, StoreWriteError
 from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
 from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
 
@@ -55,6 +59,20 @@ _BACKOFF_S: Final = 0.05
 _CONNECT_TIMEOUT_S: Final = 10
 
 Row = tuple[int, str, str, str, int, int, str]
+#: A claim's lease on the database clock, renewed while the host works on it.
+LEASE_MS: Final = 30_000
+#: Rows claimed per query (plus the other due rows of their sessions).
+CLAIM_LIMIT: Final = 200
+#: Seed of the session advisory-lock hash (``hashtextextended``).
+SESSION_SEED: Final = 0x5C4ED1
+_MAX_BACKOFF_S: Final = 5.0
+
+
+def new_owner() -> str:
+    """A lease owner unique to one open store: ``host:pid:random`` (at most 63 bytes, the
+    length of a PostgreSQL ``application_name``)."""
+    host = socket.gethostname().encode("ascii", "replace")[:40].decode()
+    return f"{host}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def is_postgres_url(text: str) -> bool:
@@ -273,17 +291,28 @@ class StoreConflictError(StoreWriteError):
 class PostgresTaskStore:
     """A :class:`~schedlog.host.store.TaskStore` over one PostgreSQL database.
 
-    Opened exclusively by default: a session-level advisory lock on a dedicated connection makes
-    a second service on the same database fail with ``store-locked``, as the file backends do.
+    Shared: any number of processes may open one database at once. Tools and remote operations
+    write in one transaction each; several hosts deliver together through :meth:`claim_due`
+    (``FOR UPDATE SKIP LOCKED`` and a lease on the database clock), :meth:`session_lock` and
+    :meth:`commit_claimed` (which checks the lease and the row version).
     """
 
-    def __init__(self, url: str, pool: ConnectionPool, lock: psycopg.Connection[Any]) -> None:
+    def __init__(
+        self, url: str, pool: ConnectionPool, lock: psycopg.Connection[Any], owner: str
+    ) -> None:
         self.url = url
+        #: This store's lease owner and ``application_name``: unique per open store.
+        self.owner = owner
+        #: How long a claim lasts on the database clock unless extended (ms).
+        self.lease_ms = LEASE_MS
         self._pool = pool
         self._lock: psycopg.Connection[Any] | None = lock
         self._tx: psycopg.Connection[Any] | None = None
         self._versions: dict[str, int] = {}
+        self._claimed: dict[str, int] = {}
+        self._invalid: set[str] = set()
         self._reported: set[tuple[str, int]] = set()
+        self._listener: _Listener | None = None
 
     @property
     def path(self) -> str:
@@ -291,21 +320,23 @@ class PostgresTaskStore:
 
     @classmethod
     def open(cls, url: str) -> PostgresTaskStore:
-        """Check the schema version, take the store lock, open the connection pool."""
+        """Check the schema version, then open the connection pool (no task is read)."""
+        owner = new_owner()
         try:
-            lock = _connect(url, autocommit=True)
+            lock = _connect(url, autocommit=True, application_name=owner)
         except psycopg.Error as exc:
             raise _malformed(url, exc) from None
         try:
             _check_version(lock, url)
-            row = lock.execute("SELECT pg_try_advisory_lock(%s)", (STORE_LOCK,)).fetchone()
-            if not row or not row[0]:
-                raise StoreLockedError(redact_url(url))
             pool: ConnectionPool = ConnectionPool(
                 url,
                 min_size=1,
                 max_size=4,
-                kwargs={"autocommit": True, "connect_timeout": _CONNECT_TIMEOUT_S},
+                kwargs={
+                    "autocommit": True,
+                    "connect_timeout": _CONNECT_TIMEOUT_S,
+                    "application_name": owner,
+                },
                 configure=_configure,
                 check=ConnectionPool.check_connection,
                 open=False,
@@ -317,7 +348,7 @@ class PostgresTaskStore:
         except BaseException:
             lock.close()
             raise
-        return cls(url, pool, lock)
+        return cls(url, pool, lock, owner)
 
     # --- connections ----------------------------------------------------------------------
 
@@ -519,8 +550,227 @@ class PostgresTaskStore:
 
         return self._write(run)
 
+    # --- several hosts ----------------------------------------------------------------------
+
+    def _excluded(self, excluded: Iterable[str]) -> list[str]:
+        return [*self._invalid, *(k for k in excluded if _storable(k))]
+
+    def next_wake(self, excluded: Iterable[str] = ()) -> int | None:
+        """When this host should look for work next (epoch ms): the earliest ``next_at`` of an
+        active task it could claim, or the earliest end of another host's lease (its work is
+        taken over then if that host died). Two index scans; None when there is nothing."""
+        skip = self._excluded(excluded)
+
+        def run(c: psycopg.Connection[Any]) -> int | None:
+            row = c.execute(
+                "SELECT next_at FROM schedlog_tasks WHERE status = 'active' "
+                "AND (lease_owner IS NULL OR lease_owner = %s OR lease_until <= now()) "
+                "AND NOT (id = ANY(%s)) ORDER BY next_at, seq LIMIT 1",
+                (self.owner, skip),
+            ).fetchone()
+            lease = c.execute(
+                "SELECT (extract(epoch FROM min(lease_until)) * 1000)::bigint "
+                "FROM schedlog_tasks WHERE lease_owner IS NOT NULL AND lease_owner <> %s "
+                "AND lease_until > now()",
+                (self.owner,),
+            ).fetchone()
+            found = [int(r[0]) for r in (row, lease) if r is not None and r[0] is not None]
+            return min(found, default=None)
+
+        return self._read(run)
+
+    def claim_due(
+        self, now: int, excluded: Iterable[str] = (), limit: int = CLAIM_LIMIT
+    ) -> list[StoredTask]:
+        """Claim up to ``limit`` due active tasks (``next_at <= now``) that no live lease
+        holds, plus the other due tasks of the sessions of the recurring ones claimed (one
+        delivery group per session), in storage order. Rows another host is claiming are
+        skipped (``SKIP LOCKED``); a row that does not decode is reported and never claimed.
+        The lease runs :attr:`lease_ms` on the database clock."""
+        skip = self._excluded(excluded)
+        free = "(lease_owner IS NULL OR lease_owner = %s OR lease_until <= now())"
+
+        def run(c: psycopg.Connection[Any]) -> list[tuple[StoredTask, int]]:
+            rows = c.execute(
+                f"SELECT {_COLUMNS} FROM schedlog_tasks WHERE status = 'active' "
+                f"AND next_at <= %s AND {free} AND NOT (id = ANY(%s)) "
+                "ORDER BY next_at, seq LIMIT %s FOR UPDATE SKIP LOCKED",
+                (now, self.owner, skip, limit),
+            ).fetchall()
+            picked = {row[0] for row in rows}
+            sessions = sorted({row[2] for row in rows})
+            if sessions:
+                more = c.execute(
+                    f"SELECT {_COLUMNS} FROM schedlog_tasks WHERE status = 'active' "
+                    f"AND next_at <= %s AND {free} AND session_id = ANY(%s) "
+                    "AND NOT (id = ANY(%s)) AND NOT (seq = ANY(%s)) FOR UPDATE SKIP LOCKED",
+                    (now, self.owner, sessions, skip, list(picked)),
+                ).fetchall()
+                rows.extend(more)
+            out: list[tuple[StoredTask, int]] = []
+            for row in rows:
+                st = self._valid(row)
+                if st is None:
+                    self._invalid.add(row[1])
+                else:
+                    out.append((st, row[5]))
+            if out:
+                c.execute(
+                    "UPDATE schedlog_tasks SET lease_owner = %s, "
+                    "lease_until = now() + make_interval(secs => %s) WHERE seq = ANY(%s)",
+                    (self.owner, self.lease_ms / 1000, [st.seq for st, _ in out]),
+                )
+            return out
+
+        claimed = self._write(run)
+        for st, version in claimed:
+            self._claimed[st.task.id] = version
+        return sorted((st for st, _ in claimed), key=lambda st: st.seq)
+
+    def extend_leases(self, ids: Iterable[str]) -> set[str]:
+        """Renew this host's live leases on ``ids``; the ids whose lease is still its own."""
+        keys = [k for k in ids if _storable(k)]
+
+        def run(c: psycopg.Connection[Any]) -> set[str]:
+            rows = c.execute(
+                "UPDATE schedlog_tasks SET lease_until = now() + make_interval(secs => %s) "
+                "WHERE id = ANY(%s) AND lease_owner = %s AND lease_until > now() RETURNING id",
+                (self.lease_ms / 1000, keys, self.owner),
+            ).fetchall()
+            return {str(r[0]) for r in rows}
+
+        return self._write(run)
+
+    def commit_claimed(self, task: Task) -> None:
+        """Write a claimed task's delivery commit and end the claim: only while the lease is
+        still this host's and the row is the version claimed, else :class:`StoreConflictError`
+        (another host took the work over, or a tool changed the task meanwhile)."""
+        key, session_id, status, next_at, body = _columns(task)
+        version = self._claimed.pop(key, None)
+        if version is None:
+            raise StoreConflictError(f"task {key!r} is not claimed by this host")
+
+        def run(c: psycopg.Connection[Any]) -> int:
+            return c.execute(
+                "UPDATE schedlog_tasks SET status = %s, next_at = %s, body = %s, "
+                "version = version + 1, lease_owner = NULL, lease_until = NULL "
+                "WHERE id = %s AND session_id = %s AND version = %s "
+                "AND lease_owner = %s AND lease_until > now()",
+                (status, next_at, body, key, session_id, version, self.owner),
+            ).rowcount
+
+        if self._write(run) != 1:
+            raise StoreConflictError(
+                f"task {key!r}: the lease expired or the task changed since it was claimed"
+            )
+
+    def release(self, ids: Iterable[str]) -> None:
+        """End this host's claims on ``ids`` without writing the tasks (best effort: a claim
+        that cannot be released ends when its lease does)."""
+        keys = [k for k in ids if _storable(k)]
+        for key in keys:
+            self._claimed.pop(key, None)
+        with contextlib.suppress(StoreWriteError):
+            self._write(
+                lambda c: c.execute(
+                    "UPDATE schedlog_tasks SET lease_owner = NULL, lease_until = NULL "
+                    "WHERE id = ANY(%s) AND lease_owner = %s",
+                    (keys, self.owner),
+                )
+            )
+
+    @contextlib.contextmanager
+    def session_lock(self, session_id: str) -> Iterator[None]:
+        """Hold the session's advisory lock (``pg_advisory_lock`` on the 64-bit hash of its
+        id, on a connection of its own) around a delivery, so that two hosts never append to
+        one session log at once. Released when the block ends or the connection drops."""
+        with self._pool.connection() as conn:
+            key = conn.execute("SELECT hashtextextended(%s, %s)", (session_id, SESSION_SEED))
+            (lock_key,) = key.fetchone() or (0,)
+            conn.execute("SELECT pg_advisory_lock(%s)", (lock_key,))
+            try:
+                yield
+            finally:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key,))
+
+    def listen(self, on_change: Callable[[dict[str, str]], None]) -> None:
+        """Call ``on_change(payload)`` from a background thread for each task change another
+        writer commits (``LISTEN schedlog_changed``), reconnecting with back-off; an empty
+        payload after a reconnect means "something may have changed"."""
+        if self._listener is None:
+            self._listener = _Listener(self.url, self.owner, on_change)
+
+    def active_count(self) -> int:
+        row = self._read(
+            lambda c: c.execute(
+                "SELECT count(*) FROM schedlog_tasks WHERE status = 'active'"
+            ).fetchone()
+        )
+        return int(row[0]) if row else 0
+
     def close(self) -> None:
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener = None
         if self._lock is not None:
+            # A host that stops cleanly hands its claims back at once (a crashed one's expire).
+            with contextlib.suppress(psycopg.Error):
+                self._lock.execute(
+                    "UPDATE schedlog_tasks SET lease_owner = NULL, lease_until = NULL "
+                    "WHERE lease_owner = %s",
+                    (self.owner,),
+                )
             self._pool.close()
             self._lock.close()
             self._lock = None
+
+
+class _Listener:
+    """The ``LISTEN`` thread of one store: a connection of its own, re-opened with back-off."""
+
+    def __init__(self, url: str, owner: str, on_change: Callable[[dict[str, str]], None]) -> None:
+        self._url = url
+        self._owner = owner
+        self._on_change = on_change
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="schedlog-listen", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        delay = _BACKOFF_S
+        first = True
+        while not self._stopping.is_set():
+            try:
+                with _connect(self._url, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    delay = _BACKOFF_S
+                    if not first:
+                        self._on_change({})  # changes may have been missed while away
+                    first = False
+                    while not self._stopping.is_set():
+                        for note in conn.notifies(timeout=0.5, stop_after=64):
+                            self._deliver(note.payload)
+            except psycopg.Error as exc:
+                _log.warning(
+                    "store.listen_lost",
+                    error=_reason(exc),
+                    message=f"schedule: change notifications lost ({_reason(exc)}); retrying",
+                )
+                self._stopping.wait(delay)
+                delay = min(delay * 2, _MAX_BACKOFF_S)
+
+    def _deliver(self, payload: str) -> None:
+        try:
+            value = loads_strict(payload) if payload else {}
+        except JSONSyntaxError:
+            value = {}
+        if not isinstance(value, dict):
+            value = {}
+        if value.get("writer") == self._owner:
+            return  # this store's own commit: its host already knows
+        self._on_change({k: v for k, v in value.items() if isinstance(v, str)})
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=5)

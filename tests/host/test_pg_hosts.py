@@ -1,0 +1,270 @@
+"""Several hosts on one PostgreSQL store: claims, leases, the per-session lock, takeover after a
+host dies, compare-and-set updates from several processes and change notifications.
+
+Hosts here are separate store objects (each its own pool, lease owner and ``application_name``)
+in threads of one process, over one sessions directory: what separate processes share.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from schedlog.eventlog.reader import read_log
+from schedlog.host.config import Retention
+from schedlog.host.service import HostCore, HostService
+from schedlog.host.sessions import SessionsDirectory
+from schedlog.host.store import open_store
+from schedlog.runtime.clock import VirtualClock
+from tests import pg
+from tests.host.helpers import T0, MemorySessions, task
+
+psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
+
+from schedlog.host.store_postgres import PostgresTaskStore, StoreConflictError  # noqa: E402
+
+LATER = T0 + 3_600_000
+
+
+@pytest.fixture(scope="module")
+def database() -> Iterator[str]:
+    yield from pg.fresh_database()
+
+
+@pytest.fixture
+def url(database: str) -> str:
+    pg.reset(database)
+    return database
+
+
+def pg_store(url: str) -> PostgresTaskStore:
+    s = open_store(url)
+    assert isinstance(s, PostgresTaskStore)
+    return s
+
+
+def sql(url: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(query, params)
+        return cur.fetchall() if cur.description else []
+
+
+def followup_members(directory: Path) -> list[tuple[str, str]]:
+    """``(task id, occurrenceAt)`` of every follow-up reminder in every log, with repeats."""
+    out = []
+    for log in sorted(directory.glob("*.jsonl")):
+        for event in read_log(log).events:
+            if event.type == "message/followup":
+                out.extend((r["id"], r["occurrenceAt"]) for r in event.data["reminders"])
+    return out
+
+
+def tick_in_thread(url: str, sessions_dir: Path, now: int, results: list[Any]) -> threading.Thread:
+    def host() -> None:
+        async def main() -> int:
+            sessions = SessionsDirectory(sessions_dir)
+            svc = HostService(pg_store(url), sessions, VirtualClock(now), auto_drive=False)
+            try:
+                sent = await svc.tick()
+                return sum(len(d.members) for d in sent)
+            finally:
+                await svc.aclose()
+                sessions.close()
+
+        results.append(asyncio.run(main()))
+
+    thread = threading.Thread(target=host)
+    thread.start()
+    return thread
+
+
+def test_three_hosts_deliver_every_due_task_once(url: str, tmp_path: Path) -> None:
+    s = pg_store(url)
+    one_shots = [task(f"schedule-{i}", session=f"s-{i % 7}", after_seconds=60) for i in range(60)]
+    recurring = [task(f"schedule-r{i}", session="s-r", every_seconds=600) for i in range(3)]
+    for t in one_shots + recurring:
+        s.insert(t)
+    s.close()
+    results: list[Any] = []
+    threads = [tick_in_thread(url, tmp_path / "sessions", LATER, results) for _ in range(3)]
+    for thread in threads:
+        thread.join(60)
+    assert len(results) == 3 and sum(results) == 63
+    members = followup_members(tmp_path / "sessions")
+    assert len(members) == len(set(members)) == 63
+    assert sql(url, "SELECT count(*) FROM schedlog_tasks WHERE lease_owner IS NOT NULL") == [(0,)]
+    check = pg_store(url)
+    try:
+        for st in check.tasks():
+            assert st.task.last_delivery is not None, st.task.id
+    finally:
+        check.close()
+
+
+def test_claims_skip_live_leases_and_take_over_expired_ones(url: str) -> None:
+    a, b = pg_store(url), pg_store(url)
+    try:
+        a.insert(task("schedule-1", after_seconds=60))
+        assert [st.task.id for st in a.claim_due(LATER)] == ["schedule-1"]
+        assert b.claim_due(LATER) == []  # A's lease is live
+        assert a.next_wake() is not None
+        wake = b.next_wake()
+        assert wake is not None and wake > LATER  # B waits for the lease, not the target
+        sql(url, "UPDATE schedlog_tasks SET lease_until = now() - interval '1 second'")
+        assert [st.task.id for st in b.claim_due(LATER)] == ["schedule-1"]
+        assert a.extend_leases(["schedule-1"]) == set()
+        claimed = a.get("schedule-1")
+        assert claimed is not None
+        done = msgspec.structs.replace(claimed.task, status="inactive")
+        with pytest.raises(StoreConflictError):
+            a.commit_claimed(done)  # the lease is B's now
+        b.commit_claimed(done)
+        assert sql(url, "SELECT status, lease_owner FROM schedlog_tasks") == [("inactive", None)]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_host_that_died_after_the_followup_is_taken_over_without_a_duplicate(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    setup = pg_store(url)
+    setup.insert(task("schedule-1", after_seconds=60))
+    setup.close()
+    sessions_dir = tmp_path / "sessions"
+
+    async def host(store: PostgresTaskStore) -> list[Any]:
+        sessions = SessionsDirectory(sessions_dir)
+        svc = HostService(store, sessions, VirtualClock(LATER), auto_drive=False)
+        try:
+            return await svc.tick()
+        finally:
+            await svc.aclose()
+            sessions.close()
+
+    dying = pg_store(url)
+
+    def crash(task: Any) -> None:
+        raise ConnectionError("host killed after the follow-up")
+
+    monkeypatch.setattr(dying, "commit_claimed", crash)
+    monkeypatch.setattr(dying, "release", lambda ids: None)  # a dead host releases nothing
+    monkeypatch.setattr(dying, "close", lambda: (dying._pool.close(), dying._lock.close()))
+    assert asyncio.run(host(dying)) == []  # the follow-up was appended, the commit was not
+    assert len(followup_members(sessions_dir)) == 1
+    owner = sql(url, "SELECT lease_owner FROM schedlog_tasks")[0][0]
+    assert owner == dying.owner
+    assert asyncio.run(host(pg_store(url))) == []  # nothing is claimed before the lease expires
+    sql(url, "UPDATE schedlog_tasks SET lease_until = now() - interval '1 second'")
+    assert asyncio.run(host(pg_store(url))) == []  # recovered from the log, not sent again
+    members = followup_members(sessions_dir)
+    assert len(members) == 1
+    check = pg_store(url)
+    try:
+        st = check.get("schedule-1")
+        assert st is not None and st.task.status == "inactive"
+        assert st.task.last_delivery is not None
+        (event,) = [
+            e for e in read_log(sessions_dir / "s-1.jsonl").events if e.type == "message/followup"
+        ]
+        assert st.task.last_delivery.message_id == event.data["messageId"]
+    finally:
+        check.close()
+
+
+def test_concurrent_updates_from_two_hosts_conflict_only_on_a_real_change(url: str) -> None:
+    setup = pg_store(url)
+    ids = [f"schedule-{i}" for i in range(20)]
+    for task_id in ids:
+        setup.insert(task(task_id, every_seconds=600))
+    setup.close()
+    results: dict[str, list[Any]] = {task_id: [] for task_id in ids}
+    lock = threading.Lock()
+
+    def host(title: str) -> None:
+        async def main() -> None:
+            svc = HostService(pg_store(url), MemorySessions(), VirtualClock(T0), auto_drive=False)
+            try:
+                for task_id in ids:
+                    current = svc.find("s-1", task_id)
+                    assert current is not None
+                    expected = task(task_id, every_seconds=600).record.to_json()
+                    result = await svc.update("s-1", task_id, expected, title=title)
+                    with lock:
+                        results[task_id].append((title, result.updated, result.code))
+            finally:
+                await svc.aclose()
+
+        asyncio.run(main())
+
+    threads = [threading.Thread(target=host, args=(name,)) for name in ("A", "B")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    check = pg_store(url)
+    try:
+        for task_id, outcome in results.items():
+            assert sorted(updated for _, updated, _ in outcome) == [False, True], outcome
+            winner = next(title for title, updated, _ in outcome if updated)
+            loser = next(code for _, updated, code in outcome if not updated)
+            assert loser == "schedule_conflict"
+            st = check.get(task_id)
+            assert st is not None and st.task.record.title == winner
+    finally:
+        check.close()
+
+
+def test_open_is_independent_of_the_task_count(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = pg_store(url)
+    s.insert(task("schedule-1"))
+
+    def full_load() -> Any:
+        raise AssertionError("a shared store must not be loaded at start-up")
+
+    monkeypatch.setattr(s, "active_targets", full_load)
+    monkeypatch.setattr(s, "tasks", full_load)
+    try:
+        core = HostCore(s, MemorySessions(), Retention())
+        assert core.active_count() == 1
+        assert core.next_target() == task("schedule-1").record.scheduled_at
+    finally:
+        s.close()
+
+
+def test_other_hosts_commits_arrive_as_change_events(url: str) -> None:
+    got: list[Any] = []
+    arrived = threading.Event()
+
+    async def main() -> None:
+        svc = HostService(pg_store(url), MemorySessions(), VirtualClock(T0), auto_drive=True)
+
+        def on_change(change: Any) -> None:
+            got.append(change)
+            if change.kind == "deleted":
+                arrived.set()
+
+        svc.subscribe_changes(on_change)
+        other = pg_store(url)
+        try:
+            other.insert(task("schedule-x", session="s-9"))
+            other.delete("schedule-x")
+            for _ in range(200):  # each wait hands the loop to the listener's callbacks
+                if arrived.is_set():
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            other.close()
+            await svc.aclose()
+
+    asyncio.run(main())
+    assert [(c.id, c.session_id, c.kind) for c in got] == [
+        ("schedule-x", "s-9", "created"),
+        ("schedule-x", "s-9", "deleted"),
+    ]
