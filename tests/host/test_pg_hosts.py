@@ -17,10 +17,10 @@ import msgspec
 import pytest
 
 from schedlog.eventlog.reader import read_log
+from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.service import HostCore, HostService
 from schedlog.host.sessions import SessionsDirectory
-from schedlog.host.store import open_store
 from schedlog.runtime.clock import VirtualClock
 from tests import pg
 from tests.host.helpers import T0, MemorySessions, task
