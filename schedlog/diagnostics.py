@@ -120,6 +120,12 @@ EVENTS: Final[dict[str, EventSpec]] = {
         "host, PostgreSQL store: a task row that does not decode is left untouched, undelivered",
         "schedule: task <id> in <store> is invalid and is left untouched (not delivered): <why>",
     ),
+    "store.listen_lost": EventSpec(
+        "warning",
+        ("error",),
+        "host, PostgreSQL store: the change-notification connection was lost; it reconnects",
+        "schedule: change notifications lost (<error>); retrying",
+    ),
     "request.failed": EventSpec(
         "error",
         ("path", "code", "error"),
