@@ -8,7 +8,20 @@ from schedlog.cli.common import write_json_line
 from schedlog.errors import StoreOpenError
 from schedlog.host.backends import select_backend
 
-__all__ = ["cmd_store_migrate"]
+__all__ = ["cmd_store_copy", "cmd_store_migrate"]
+
+
+def cmd_store_copy(args: argparse.Namespace) -> int:
+    """Print ``{"source","destination","tasks"}``, or ``{"error"}`` and exit 1."""
+    from schedlog.host.store_copy import CopyError, copy_store
+
+    try:
+        result = copy_store(args.src, args.dst)
+    except (StoreOpenError, CopyError) as exc:
+        write_json_line({"error": exc.to_value()})
+        return 1
+    write_json_line(result)
+    return 0
 
 
 def cmd_store_migrate(args: argparse.Namespace) -> int:

@@ -106,7 +106,11 @@ class StoreLock:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(f"{path}.lock")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        except OSError as exc:  # a missing or unwritable directory: no traceback
+            message = f"cannot lock {self.path}: {exc.strerror or exc}"
+            raise StoreOpenError("malformed-medium", message) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
