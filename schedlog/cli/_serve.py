@@ -65,6 +65,7 @@ async def _serve(args: argparse.Namespace, store: TaskStore, token: str, token_f
     from schedlog.runtime.clock import SystemClock
     from schedlog.serve.app import Host, build_app
     from schedlog.serve.auth import allowed_hosts
+    from schedlog.serve.web import page_url
 
     host, port = parse_listen(args.listen)
     try:
@@ -138,6 +139,8 @@ async def _serve(args: argparse.Namespace, store: TaskStore, token: str, token_f
         print(f"schedlog host serve: {url}/v1", flush=True)
         where = "SCHEDLOG_TOKEN" if token_file is None else str(token_file)
         print(f"token: {where}", flush=True)
+        # The web page, signed in: the token rides in the fragment, which browsers never send.
+        print(f"page: {page_url(url, token)}", flush=True)
     try:
         await task
     finally:

@@ -49,6 +49,14 @@ SELECT seq, id, json_extract(body, '$.record.scheduledAt'),
   CASE WHEN json_extract(body, '$.status') IS NULL THEN instr(body, char(92)) ELSE 0 END
 FROM tasks WHERE json_extract(body, '$.status') IS NOT 'inactive' ORDER BY seq
 """
+# The catalog's sort and filter keys of every task in one table scan (the HTTP catalog index,
+# schedlog.serve.catalog_index). Rows with a backslash anywhere in the body are flagged and
+# decoded instead, so an escaped member name or value can never be misread.
+_CATALOG_ROWS: Final = """
+SELECT id, session_id, json_extract(body, '$.record.scheduledAt'),
+  json_extract(body, '$.record.title'), json_extract(body, '$.status'), instr(body, char(92))
+FROM tasks ORDER BY seq
+"""
 
 
 def _malformed(message: str) -> StoreOpenError:
@@ -157,6 +165,47 @@ class SqliteTaskStore:
                 if st.task.active
             ]
         return iter(out)
+
+    def catalog_rows(self) -> list[tuple[int, str, str, str, bool]]:
+        """``(scheduledAt epoch ms, id, session id, title, active)`` of every task, in storage
+        order, without decoding the tasks (the store was validated at open). A row the query
+        cannot vouch for (any backslash in its body, or a value that does not read) is decoded,
+        as ``tasks()`` would; if SQLite's JSON parser refuses a body, every task is decoded."""
+        out: list[tuple[int, str, str, str, bool]] = []
+        try:
+            for key, session_id, text, title, status, escaped in self._conn.execute(_CATALOG_ROWS):
+                target = None if escaped else parse_canonical_instant(text)
+                if (
+                    target is not None
+                    and type(title) is str
+                    and status in (None, "active", "inactive")
+                ):
+                    out.append((target, key, session_id, title, status != "inactive"))
+                    continue
+                st = self.get(key)
+                if st is not None:
+                    task = st.task
+                    out.append(
+                        (
+                            task.record.scheduled_at,
+                            task.id,
+                            task.session_id,
+                            task.record.title or "",
+                            task.active,
+                        )
+                    )
+        except sqlite3.Error:
+            out = [
+                (
+                    st.task.record.scheduled_at,
+                    st.task.id,
+                    st.task.session_id,
+                    st.task.record.title or "",
+                    st.task.active,
+                )
+                for st in self.tasks()
+            ]
+        return out
 
     def count(self) -> int:
         (n,) = self._conn.execute("SELECT count(*) FROM tasks").fetchone()

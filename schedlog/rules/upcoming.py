@@ -3,16 +3,18 @@ and the HTTP ``explain`` route print. Pure: no clock, no I/O."""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from schedlog.rules.decide import decide, target_after_target
 from schedlog.rules.instants import DAY_MS, civil_from_days, format_instant, iso_weekday
 from schedlog.rules.record import Record
 from schedlog.rules.zones import get_zone
 
-__all__ = ["local_line", "upcoming_targets"]
+__all__ = ["DST_NOTE", "local_line", "upcoming_json", "upcoming_targets"]
 
 _WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+#: Appended to a line whose local day has a UTC offset change.
+DST_NOTE: Final = "(DST change on this local day)"
 
 
 def upcoming_targets(record: Record, at: int, count: int) -> list[int]:
@@ -67,5 +69,22 @@ def local_line(record: Record, target: int) -> str:
     )
     start = days * DAY_MS - zone.offset(days * DAY_MS)
     if zone.offset(start) != zone.offset(start + DAY_MS):
-        text += "  (DST change on this local day)"
+        text += "  " + DST_NOTE
     return text
+
+
+def upcoming_json(record: Record, at: int, count: int) -> list[dict[str, Any]]:
+    """``[{scheduledAt, text, dstChange}]``: the next ``count`` targets after ``at`` with the
+    line ``rules next`` prints for each, and whether that local day changes its offset (the
+    HTTP explain and rule preview answers)."""
+    out: list[dict[str, Any]] = []
+    for target in upcoming_targets(record, at, count):
+        text = local_line(record, target)
+        out.append(
+            {
+                "scheduledAt": format_instant(target),
+                "text": text,
+                "dstChange": text.endswith(DST_NOTE),
+            }
+        )
+    return out

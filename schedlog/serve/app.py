@@ -18,17 +18,20 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
 from schedlog.host.tools import HostTools
 from schedlog.serve import routes
 from schedlog.serve.auth import Guard
+from schedlog.serve.catalog_index import index_for
 from schedlog.serve.errors import HttpError, error_response, json_response
 from schedlog.serve.openapi import openapi
+from schedlog.serve.preview import preview
 from schedlog.serve.routes import RetryLookup, ServeState
 from schedlog.serve.sse import EventHub
+from schedlog.serve.web import web_routes
 
 __all__ = ["Host", "build_app"]
 
@@ -45,20 +48,23 @@ class Host:
     close: Callable[[], Awaitable[None]] | None = None
 
 
-def _routes() -> list[Route]:
+def _routes() -> list[BaseRoute]:
     s = "/v1/sessions/{sessionId}"
     return [
         Route(s + "/tools/{tool}", routes.tool, methods=["POST"]),
         Route("/v1/tasks", routes.catalog, methods=["GET"]),
         Route(s + "/tasks", routes.session_tasks, methods=["GET"]),
         Route(s + "/tasks/{id}/history", routes.history, methods=["GET"]),
+        Route(s + "/tasks/{id}", routes.get_task, methods=["GET"]),
         Route(s + "/tasks/{id}", routes.update_task, methods=["PUT"]),
         Route(s + "/tasks/{id}", routes.delete_task, methods=["DELETE"]),
         Route("/v1/tasks/{id}/explain", routes.explain, methods=["GET"]),
+        Route("/v1/rules/preview", preview, methods=["POST"]),
         Route("/v1/events", routes.events, methods=["GET"]),
         Route("/healthz", routes.healthz, methods=["GET"]),
         Route("/readyz", routes.readyz, methods=["GET"]),
         Route("/openapi.json", _openapi, methods=["GET"]),
+        *web_routes(),  # the task page at / (schedlog.serve.web)
     ]
 
 
@@ -126,12 +132,15 @@ def build_app(
         state.service = host.service
         state.tools = HostTools(host.service)
         state.hub = EventHub(host.service, epoch, max_clients=max_event_clients)
+        state.catalog = index_for(host.service.core.store, host.service)
         if host.retry_state is not None:
             state.retry_state = host.retry_state
         try:
             yield
         finally:
             state.hub.close()
+            if state.catalog is not None:
+                state.catalog.close()
             await host.service.aclose()
             if host.close is not None:
                 await host.close()

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schedlog.files import FILE_MODE
 from schedlog.serve.errors import HttpError, error_response
+from schedlog.serve.web import PAGE_PATHS
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -42,7 +43,7 @@ __all__ = [
 MAX_BODY_BYTES: Final = 1 << 20
 TOKEN_ENV: Final = "SCHEDLOG_TOKEN"
 _LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
-_OPEN_PATHS: Final = frozenset({"/healthz", "/readyz", "/openapi.json"})
+_OPEN_PATHS: Final = frozenset({"/healthz", "/readyz", "/openapi.json"}) | PAGE_PATHS
 
 
 class TokenError(Exception):

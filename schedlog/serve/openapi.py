@@ -20,6 +20,7 @@ from schedlog.host.tool_schemas import (
 )
 from schedlog.serve import bodies
 from schedlog.serve.bodies import MAX_PAGE
+from schedlog.serve.preview import PreviewBody, PreviewResult
 from schedlog.serve.routes import MAX_EXPLAIN, STATUSES
 
 __all__ = ["REF", "openapi"]
@@ -164,6 +165,9 @@ _BODY_TYPES: Final = (
     bodies.ExplainResult,
     bodies.Health,
     bodies.ChangeEvent,
+    bodies.CatalogEntry,
+    PreviewBody,
+    PreviewResult,
 )
 
 
@@ -184,6 +188,7 @@ def openapi() -> dict[str, Any]:
                     _query("sessionId", {"type": "string"}, "Only this session's tasks."),
                     _query("status", {"enum": list(STATUSES)}, "Only tasks with this status."),
                     _query("title", {"type": "string"}, "Title substring (case-insensitive)."),
+                    _query("order", {"enum": ["asc", "desc"]}, "By next target (default asc)."),
                 ],
             )
         },
@@ -217,6 +222,12 @@ def openapi() -> dict[str, Any]:
             )
         },
         "/v1/sessions/{sessionId}/tasks/{id}": {
+            "get": _op(
+                "task",
+                {"200": _json("The task's catalog entry.", _ref(bodies.CatalogEntry))},
+                parameters=[_SESSION, _ID],
+                errors=(*_COMMON, "404"),
+            ),
             "put": _op(
                 "update",
                 {
@@ -249,6 +260,18 @@ def openapi() -> dict[str, Any]:
                     ),
                 ],
                 errors=(*_COMMON, "404"),
+            )
+        },
+        "/v1/rules/preview": {
+            "post": _op(
+                "preview",
+                {
+                    "200": _json(
+                        "The rule's next targets, or its rule error (both are verdicts).",
+                        {"oneOf": [_ref(PreviewResult), _ref(bodies.ErrorBody)]},
+                    )
+                },
+                body=_ref(PreviewBody),
             )
         },
         "/v1/events": {

@@ -25,9 +25,10 @@ from schedlog.host.task import Task, catalog_entry
 from schedlog.host.tools import INTERNAL_ERROR, TOOL_NAMES, HostTools
 from schedlog.rules.instants import format_instant
 from schedlog.rules.text import JSONSyntaxError, loads_strict
-from schedlog.rules.upcoming import local_line, upcoming_targets
+from schedlog.rules.upcoming import upcoming_json
 from schedlog.serve.auth import read_body
 from schedlog.serve.bodies import MAX_PAGE, Health, RetryState, UpdateBody
+from schedlog.serve.catalog_index import CatalogIndex, CatalogQuery, scan_page
 from schedlog.serve.errors import HttpError, json_response, status_of_code
 from schedlog.serve.sse import EventHub, TooManyClients
 
@@ -39,6 +40,7 @@ __all__ = [
     "delete_task",
     "events",
     "explain",
+    "get_task",
     "healthz",
     "history",
     "readyz",
@@ -62,6 +64,7 @@ class ServeState:
     service: HostService | None = None
     tools: HostTools | None = None
     hub: EventHub | None = None
+    catalog: CatalogIndex | None = None
     retry_state: RetryLookup = field(default=lambda _id: None)
 
 
@@ -180,7 +183,11 @@ async def catalog(request: Request) -> Response:
     """``GET /v1/tasks?limit&cursor&sessionId&status&title``: every task, paged, by
     ``scheduledAt`` then ``id``."""
     service = _service(request)
-    query = _query(request, ("limit", "cursor", "sessionId", "status", "title"))
+    query = _query(request, ("limit", "cursor", "sessionId", "status", "title", "order"))
+    order = query.get("order", "asc")
+    if order not in ("asc", "desc"):
+        raise HttpError("invalid_request", "query parameter order must be asc or desc")
+    descending = order == "desc"
     limit = _int_param(query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
     after = _decode_cursor(query["cursor"]) if "cursor" in query else None
     session_id = query.get("sessionId")
@@ -188,32 +195,22 @@ async def catalog(request: Request) -> Response:
     if status is not None and status not in STATUSES:
         raise HttpError("invalid_request", f"query parameter status must be one of {STATUSES}")
     title = query["title"].casefold() if "title" in query else None
-    retry_state = _state(request).retry_state
-    chosen: list[tuple[tuple[int, str], Task, RetryState | None]] = []
-    stored = (
-        service.core.store.session_tasks(session_id)
-        if session_id is not None
-        else service.core.store.tasks()
-    )
-    for st in stored:
-        task = st.task
-        key = (task.record.scheduled_at, task.id)
-        if after is not None and key <= after:
-            continue
-        if title is not None and title not in (task.record.title or "").casefold():
-            continue
-        retry = retry_state(task.id) if task.active else None
-        if status is not None:
-            effective = "retrying" if retry is not None else task.effective_status
-            if effective != status:
-                continue
-        chosen.append((key, task, retry))
-    chosen.sort(key=lambda item: item[0])
-    page = chosen[:limit]
-    next_cursor = _encode_cursor(page[-1][1]) if len(chosen) > limit else None
-    return json_response(
-        {"items": [_entry(task, retry) for _, task, retry in page], "nextCursor": next_cursor}
-    )
+    state = _state(request)
+    retry_state = state.retry_state
+
+    def status_of(task: Task) -> str:
+        if task.active and retry_state(task.id) is not None:
+            return "retrying"
+        return task.effective_status
+
+    wanted = CatalogQuery(limit, after, descending, session_id, status, title)
+    if state.catalog is not None:
+        page = state.catalog.page(wanted, status_of)
+    else:  # the reference: a store other processes may write (catalog_index.index_for)
+        page = scan_page((st.task for st in service.core.store.tasks()), wanted, status_of)
+    next_cursor = _encode_cursor(page.tasks[-1]) if page.more else None
+    items = [_entry(t, retry_state(t.id) if t.active else None) for t in page.tasks]
+    return json_response({"items": items, "nextCursor": next_cursor})
 
 
 # --- one session's tasks -------------------------------------------------------------------
@@ -229,6 +226,18 @@ async def session_tasks(request: Request) -> Response:
     _query(request, ())
     session_id: str = request.path_params["sessionId"]
     return json_response([r.to_json() for r in service.list_records(session_id)])
+
+
+async def get_task(request: Request) -> Response:
+    """``GET /v1/sessions/{sessionId}/tasks/{id}``: one task's catalog entry (the web page's
+    detail view), active or ended."""
+    service = _service(request)
+    _query(request, ())
+    task_id: str = request.path_params["id"]
+    task = service.find(request.path_params["sessionId"], task_id)
+    if task is None:
+        raise _not_found(task_id)
+    return json_response(_entry(task, _state(request).retry_state(task.id)))
 
 
 async def history(request: Request) -> Response:
@@ -318,17 +327,7 @@ async def explain(request: Request) -> Response:
         raise HttpError("schedule_not_found", f"no task {task_id!r}")
     record = st.task.record
     at = service.clock.now_ms()
-    targets = upcoming_targets(record, at, count) if st.task.active else []
-    upcoming = []
-    for target in targets:
-        text = local_line(record, target)
-        upcoming.append(
-            {
-                "scheduledAt": format_instant(target),
-                "text": text,
-                "dstChange": text.endswith("(DST change on this local day)"),
-            }
-        )
+    upcoming = upcoming_json(record, at, count) if st.task.active else []
     return json_response(
         {
             "id": task_id,

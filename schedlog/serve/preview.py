@@ -1,0 +1,102 @@
+"""``POST /v1/rules/preview``: the next targets of a rule that is not saved, for the web
+page's live preview while a user edits a rule (docs/http-api.md#rule-preview).
+
+The body is one ``schedule_create`` timing parameter (``at``, ``every_seconds``, ``daily``,
+``weekly`` or ``cron``, shaped as for the tool) plus an optional ``count`` (1-100, default
+5). The rule is validated exactly as ``schedule_create`` validates it, against the service
+clock, and nothing is written. The answer is a verdict either way, so both are 200:
+:class:`PreviewResult`, or ``{"error":{"code","message"}}`` with the rule's stable code (a page
+checking each keystroke then logs no failed requests). A body that is not such an object is
+400 ``invalid_request``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+from starlette.requests import Request
+from starlette.responses import Response
+
+from schedlog.errors import ScheduleInputError
+from schedlog.host.tool_schemas import CronSelector, DailySelector, WeeklySelector
+from schedlog.rules.instants import format_instant
+from schedlog.rules.records import build_host_record
+from schedlog.rules.text import JSONSyntaxError, loads_strict
+from schedlog.rules.upcoming import upcoming_json
+from schedlog.serve.auth import read_body
+from schedlog.serve.bodies import ExplainTarget, RecordBody
+from schedlog.serve.errors import HttpError, json_response
+from schedlog.serve.routes import MAX_EXPLAIN, ServeState
+from schedlog.tool_schemas import AtString, Instant, LocalAt
+
+__all__ = ["PREVIEW_SELECTORS", "PreviewBody", "PreviewResult", "preview"]
+
+PREVIEW_SELECTORS: Final = ("at", "every_seconds", "daily", "weekly", "cron")
+
+
+class PreviewBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Exactly one timing parameter, as for ``schedule_create``, and how many targets."""
+
+    at: AtString | LocalAt | UnsetType = UNSET
+    every_seconds: int | UnsetType = UNSET
+    daily: DailySelector | UnsetType = UNSET
+    weekly: WeeklySelector | UnsetType = UNSET
+    cron: CronSelector | UnsetType = UNSET
+    count: Annotated[int, Meta(ge=1, le=MAX_EXPLAIN)] = 5
+
+
+class PreviewResult(msgspec.Struct, forbid_unknown_fields=True):
+    """The record ``schedule_create`` would build now (id ``schedule-preview``, title and
+    prompt ``preview``; zone and expression canonical) and its next targets after ``at``."""
+
+    record: RecordBody
+    at: Instant
+    upcoming: list[ExplainTarget]
+
+
+async def _object_body(request: Request) -> dict[str, Any]:
+    content_type = request.headers.get("content-type", "application/json")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise HttpError("unsupported_media_type", "the body must be application/json", 415)
+    try:
+        value = loads_strict(await read_body(request))
+    except JSONSyntaxError as exc:
+        raise HttpError("invalid_request", f"the body is not strict JSON: {exc.message}") from None
+    if not isinstance(value, dict):
+        raise HttpError("invalid_request", "the body must be a JSON object")
+    return value
+
+
+async def preview(request: Request) -> Response:
+    """``POST /v1/rules/preview``: see the module docstring."""
+    state: ServeState = request.app.state.serve
+    service = state.service
+    if service is None or not service.running:
+        raise HttpError("service_unavailable", "the schedule service is starting or stopping")
+    if request.query_params:
+        raise HttpError("invalid_request", "this route takes no query parameters")
+    body = await _object_body(request)
+    count = body.pop("count", 5)
+    if type(count) is not int or not 1 <= count <= MAX_EXPLAIN:
+        raise HttpError("invalid_request", f"count must be an integer from 1 to {MAX_EXPLAIN}")
+    if len(body) != 1 or next(iter(body)) not in PREVIEW_SELECTORS:
+        raise HttpError(
+            "invalid_request",
+            f"the body must hold exactly one of {', '.join(PREVIEW_SELECTORS)} (and count)",
+        )
+    now = service.clock.now_ms()
+    try:
+        record = build_host_record(
+            {"prompt": "preview", "title": "preview", **body}, id="schedule-preview", now=now
+        )
+    except ScheduleInputError as exc:
+        return json_response({"error": {"code": exc.code, "message": exc.message}})
+    return json_response(
+        {
+            "record": record.to_json(),
+            "at": format_instant(now),
+            "upcoming": upcoming_json(record, now, count),
+        }
+    )
