@@ -59,7 +59,13 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def _serve(args: argparse.Namespace, store: TaskStore, token: str, token_file: Any) -> int:
+async def _serve(
+    args: argparse.Namespace,
+    store: TaskStore,
+    token: str,
+    token_file: Any,
+    secret: bytes | None,
+) -> int:
     import uvicorn
 
     from schedlog.runtime.clock import SystemClock
@@ -82,12 +88,25 @@ async def _serve(args: argparse.Namespace, store: TaskStore, token: str, token_f
     async def opener() -> Host:
         from schedlog.host.service import HostService
 
-        sessions = SessionsDirectory(args.sessions)
+        if args.deliver_to is None:
+            sessions = SessionsDirectory(args.sessions)
 
-        async def close() -> None:
-            sessions.close()
+            async def close_sessions() -> None:
+                sessions.close()
 
-        return Host(HostService(store, sessions, clock, keep), close=close)
+            service = HostService(store, sessions, clock, keep)
+            return Host(service, close=close_sessions)
+        from schedlog.host.retry import Backoff
+        from schedlog.host.webhook import WebhookSessions, WebhookSink
+        from schedlog.serve.webhook import retry_lookup
+
+        assert secret is not None
+        sink = WebhookSink(args.deliver_to, secret, clock, timeout_s=args.webhook_timeout)
+        backoff = Backoff(args.retry_base_ms, args.retry_cap_ms)
+        service = HostService(
+            store, WebhookSessions(), clock, keep, post=sink.post, backoff=backoff
+        )
+        return Host(service, retry_state=retry_lookup(backoff), close=sink.aclose)
 
     app = build_app(
         opener,
@@ -163,6 +182,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     try:
         parse_listen(args.listen)
+        if not 0 < args.retry_base_ms <= args.retry_cap_ms:
+            raise ValueError("--retry-base-ms must be positive and at most --retry-cap-ms")
+        if not 0 < args.webhook_timeout <= 600:
+            raise ValueError("--webhook-timeout must be more than 0 and at most 600 seconds")
+        if not 1 <= args.max_event_clients <= 10_000:
+            raise ValueError("--max-event-clients must be from 1 through 10000")
     except ValueError as exc:
         print(f"schedlog host serve: {exc}", file=sys.stderr)
         return 2
@@ -172,9 +197,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         token, token_file = load_token(args.token_file or token_path(beside or args.store))
     except TokenError as exc:
         return _fail(exc.code, str(exc))
+    secret: bytes | None = None
+    if args.deliver_to is not None:
+        from schedlog.serve.webhook import SecretError, check_url, load_secret
+
+        try:
+            check_url(args.deliver_to)
+            secret = load_secret(args.webhook_secret_file)
+        except SecretError as exc:
+            return _fail(exc.code, str(exc))
     try:
         store = open_store(args.store, args.backend)
     except StoreOpenError as exc:
         write_json_line({"error": with_serve_hint(exc, args.store).to_value()}, sys.stderr)
         return 1
-    return asyncio.run(_serve(args, store, token, token_file))
+    return asyncio.run(_serve(args, store, token, token_file, secret))

@@ -103,7 +103,13 @@ def _serve_parser(hsub: Any) -> None:
         ),
     )
     _store_args(serve)
-    serve.add_argument("--sessions", required=True, help="sessions directory (DIR/<enc>.jsonl)")
+    sink = serve.add_mutually_exclusive_group(required=True)
+    sink.add_argument("--sessions", help="sessions directory (DIR/<enc>.jsonl)")
+    sink.add_argument(
+        "--deliver-to",
+        metavar="URL",
+        help="POST each due group to this webhook instead (signed; retried with backoff)",
+    )
     serve.add_argument("--history-days", type=_days, default=30, metavar="N")
     serve.add_argument("--history-records", type=_records, default=200, metavar="N")
     serve.add_argument(
@@ -132,6 +138,28 @@ def _serve_parser(hsub: Any) -> None:
         default=32,
         metavar="N",
         help="concurrent /v1/events streams (default 32)",
+    )
+    serve.add_argument(
+        "--webhook-secret-file",
+        metavar="PATH",
+        help="HMAC secret for --deliver-to (mode 0600; else SCHEDLOG_WEBHOOK_SECRET)",
+    )
+    serve.add_argument(
+        "--webhook-timeout", type=float, default=10.0, metavar="S", help="seconds (default 10)"
+    )
+    serve.add_argument(
+        "--retry-base-ms",
+        type=int,
+        default=1000,
+        metavar="MS",
+        help="first retry delay of a failed webhook delivery (default 1000)",
+    )
+    serve.add_argument(
+        "--retry-cap-ms",
+        type=int,
+        default=300_000,
+        metavar="MS",
+        help="longest retry delay; each failure doubles the delay up to it (default 300000)",
     )
     serve.set_defaults(func=_cmd_serve)
 

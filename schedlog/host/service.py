@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable
-from typing import Any, Final, TypeVar
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import msgspec
 import structlog
@@ -33,7 +34,8 @@ from schedlog.host.claims import ClaimingStore
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered, Group, commit_member, occurrence, plan_groups
 from schedlog.host.history import check_limit, history_page
-from schedlog.host.sessions import SessionController
+from schedlog.host.retry import Backoff
+from schedlog.host.sessions import SessionController, SessionHandle
 from schedlog.host.store import StoredTask, TaskStore
 from schedlog.host.task import Task, TaskIdSource, catalog_entry, new_task, new_task_id
 from schedlog.protocols import HOST
@@ -374,71 +376,122 @@ class HostCore:
             self.claims.release(group.ids)
 
     def _deliver_group(self, group: Group, now: Callable[[], int]) -> Delivered | None:
+        plan = self._plan(group, now)
+        if plan is None:
+            return None
+        return self._finish(plan, now, self._send_to_log)
+
+    async def deliver_group_to(
+        self, group: Group, now: Callable[[], int], post: Callable[[Outgoing], Awaitable[None]]
+    ) -> Delivered | None:
+        """:meth:`deliver_group` for a sink that is not a session log (webhook delivery): the
+        follow-up is handed to ``post``, and the members are committed only when it returns.
+        The session's log is never read, so every due member is sent (the receiver dedupes
+        by ``messageId``)."""
+        plan = self._plan(group, now)
+        if plan is None:
+            return None
+        if plan.outgoing is not None:
+            try:
+                await post(plan.outgoing)
+            except Exception as exc:
+                raise GroupFailed(group.ids, exc) from exc
+        return self._finish(plan, now, None)
+
+    def _plan(self, group: Group, now: Callable[[], int]) -> _Plan | None:
         session_id = group.session_id
         self.touch_session(session_id)
         try:
             session = self.sessions.resolve(session_id)
         except Exception as exc:
             raise GroupFailed(group.ids, exc) from exc
-        pending: list[str] = list(group.ids)
-        committed: list[TaskChange] = []
         try:
-            decision_time = now()
-            members: list[tuple[StoredTask, Decision]] = []
-            for task_id in group.ids:
-                st = self.store.get(task_id)
-                if (
-                    st is None
-                    or not st.task.active
-                    or st.task.session_id != session_id
-                    or st.task.record.scheduled_at > decision_time
-                ):
-                    pending.remove(task_id)
-                    continue
-                members.append((st, occurrence(st.task, decision_time)))
-            if not members:
-                return None
-            plan = plan_delivery(
-                session_id,
-                [
-                    FramedReminder(st.task.id, d.occurrence_at, st.task.record.prompt)
-                    for st, d in members
-                ],
-                batch=not group.one_shot,
-                delivered=session.delivered,
+            return self._plan_members(group, session, now)
+        except Exception as exc:
+            self.sessions.discard(session_id)
+            raise GroupFailed(group.ids, exc) from exc
+
+    def _plan_members(
+        self, group: Group, session: SessionHandle, now: Callable[[], int]
+    ) -> _Plan | None:
+        session_id = group.session_id
+        decision_time = now()
+        members: list[tuple[StoredTask, Decision]] = []
+        for task_id in group.ids:
+            st = self.store.get(task_id)
+            if (
+                st is None
+                or not st.task.active
+                or st.task.session_id != session_id
+                or st.task.record.scheduled_at > decision_time
+            ):
+                continue
+            members.append((st, occurrence(st.task, decision_time)))
+        if not members:
+            return None
+        plan = plan_delivery(
+            session_id,
+            [
+                FramedReminder(st.task.id, d.occurrence_at, st.task.record.prompt)
+                for st, d in members
+            ],
+            batch=not group.one_shot,
+            delivered=session.delivered,
+        )
+        ids: dict[str, str] = {member.id: mid for member, mid in plan.recovered.items()}
+        for member, held_by in plan.recovered.items():
+            _log.info("delivery.recovered", **recovered_fields(member, held_by))
+        outgoing: Outgoing | None = None
+        if plan.text is not None and plan.message_id is not None:
+            sent_members = plan.members
+            event = build_followup(
+                session_id, sent_members, plan.text, decision_time, protocol=HOST
             )
-            ids: dict[str, str] = {member.id: mid for member, mid in plan.recovered.items()}
-            for member, held_by in plan.recovered.items():
-                _log.info("delivery.recovered", **recovered_fields(member, held_by))
+            for member in sent_members:
+                ids[member.id] = plan.message_id
+            delivered = Delivered(session_id, plan.message_id, plan.text, sent_members)
+            outgoing = Outgoing(delivered, event, tuple(f.prompt for f in plan.fresh))
+        return _Plan(group, session, members, ids, outgoing)
+
+    def _send_to_log(self, plan: _Plan) -> None:
+        assert plan.outgoing is not None
+        plan.session.append(plan.outgoing.event)
+        if not plan.session.flush():
+            raise ScheduleError("internal_error", MSG_BARRIER)
+
+    def _finish(
+        self, plan: _Plan, now: Callable[[], int], send: Callable[[_Plan], None] | None
+    ) -> Delivered | None:
+        """Send (when ``send`` is given) and commit every member, in the FIFO slot."""
+        session_id = plan.group.session_id
+        pending: list[str] = list(plan.group.ids)
+        committed: list[TaskChange] = []
+        planned = {st.task.id for st, _ in plan.members}
+        pending = [i for i in pending if i in planned]
+        try:
             sent: Delivered | None = None
             delivered_at: int | None = None
-            if plan.text is not None and plan.message_id is not None and self.claims is not None:
-                mine = self.claims.extend_leases(f.id for f in plan.fresh)
-                lost = [f.id for f in plan.fresh if f.id not in mine]
+            if plan.outgoing is not None and self.claims is not None:
+                fresh = [member.id for member in plan.outgoing.delivered.members]
+                mine = self.claims.extend_leases(fresh)
+                lost = [task_id for task_id in fresh if task_id not in mine]
                 if lost:  # another host may be delivering them: send nothing
                     raise ScheduleError("internal_error", f"{MSG_LEASE_LOST}: {', '.join(lost)}")
-            if plan.text is not None and plan.message_id is not None:
-                sent_members = plan.members
-                event = build_followup(
-                    session_id, sent_members, plan.text, decision_time, protocol=HOST
-                )
-                session.append(event)
-                if not session.flush():
-                    raise ScheduleError("internal_error", MSG_BARRIER)
-                for member in sent_members:
-                    ids[member.id] = plan.message_id
+            if plan.outgoing is not None:
+                if send is not None:
+                    send(plan)
                 delivered_at = now()
-                sent = Delivered(session_id, plan.message_id, plan.text, sent_members)
+                sent = plan.outgoing.delivered
                 crashpoint("host.after_followup")
-            for st, decision in members:
+            for st, decision in plan.members:
                 at = delivered_at if delivered_at is not None else now()
-                task = commit_member(st.task, decision, ids[st.task.id], at, self.retention)
+                task = commit_member(st.task, decision, plan.ids[st.task.id], at, self.retention)
                 self._commit(st, task)
                 pending.remove(st.task.id)
                 committed.append(TaskChange(task.id, session_id, "delivered"))
                 crashpoint("host.after_commit")
         except Exception as exc:
-            if pending != list(group.ids):
+            if committed:
                 self._changed(committed)
             # The next resolution re-opens the log, re-reading what was appended (so a
             # follow-up whose barrier failed is recovered, not sent twice).
@@ -446,6 +499,26 @@ class HostCore:
             raise GroupFailed(tuple(pending), exc) from exc
         self._changed(committed)
         return sent
+
+    def notify(self, changes: Iterable[TaskChange]) -> None:
+        """Report changes that wrote nothing to the store (a delivery now ``retrying``)."""
+        self._changed(changes)
+
+
+class Outgoing(NamedTuple):
+    """A follow-up about to be sent: the message, its log event, and each member's prompt."""
+
+    delivered: Delivered
+    event: dict[str, Any]
+    prompts: tuple[str, ...]
+
+
+class _Plan(NamedTuple):
+    group: Group
+    session: SessionHandle
+    members: list[tuple[StoredTask, Decision]]
+    ids: dict[str, str]
+    outgoing: Outgoing | None
 
 
 class HostService:
@@ -465,8 +538,14 @@ class HostService:
         *,
         auto_drive: bool = True,
         task_ids: TaskIdSource = new_task_id,
+        post: Callable[[Outgoing], Awaitable[None]] | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         self.core = HostCore(store, sessions, retention or Retention())
+        self._post = post
+        self.backoff = backoff
+        if backoff is not None:
+            self.core.subscribe_changes(self._forget_edited)
         self.clock = clock
         #: Where new task ids come from: random ``schedule-<uuid4>`` ids unless a caller (a test
         #: wanting deterministic ids) passes its own source.
@@ -519,6 +598,8 @@ class HostService:
                     continue
                 try:
                     result = fn()
+                    if inspect.isawaitable(result):  # a slot that awaits its sink
+                        result = await result
                 except BaseException as exc:
                     if not future.done():
                         future.set_exception(exc)
@@ -533,6 +614,11 @@ class HostService:
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((fn, future))
         return await future
+
+    async def _submit_awaiting(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """:meth:`_submit` for a slot that awaits (its sink): the worker awaits what ``fn``
+        returns before it takes the next slot, so the slot stays one step of the FIFO."""
+        return await self._submit(cast(Callable[[], T], fn))
 
     def _check_open(self) -> None:
         if self._stopping:
@@ -629,7 +715,35 @@ class HostService:
         self._wake.set()
 
     async def _deliver(self, group: Group) -> Delivered | None:
-        return await self._submit(lambda: self.core.deliver_group(group, self.clock.now_ms))
+        post = self._post
+        if post is None:
+            return await self._submit(lambda: self.core.deliver_group(group, self.clock.now_ms))
+        return await self._submit_awaiting(
+            lambda: self.core.deliver_group_to(group, self.clock.now_ms, post)
+        )
+
+    def _forget_edited(self, change: TaskChange) -> None:
+        if self.backoff is not None and change.kind in ("updated", "deleted", "delivered"):
+            self.backoff.forget(change.id)
+
+    def _record_failure(self, exc: GroupFailed) -> None:
+        if self.backoff is None:
+            return
+        now = self.clock.now_ms()
+        changes: list[TaskChange] = []
+        for task_id in exc.ids:
+            st = self.core.store.get(task_id)
+            if st is None or not st.task.active:
+                continue
+            self.backoff.failed(task_id, now, str(exc.error) or type(exc.error).__name__)
+            changes.append(TaskChange(task_id, st.task.session_id, "retrying"))
+        self.core.notify(changes)
+
+    def _excluded(self, excluded: Iterable[str]) -> set[str]:
+        skip = set(excluded)
+        if self.backoff is not None:
+            skip |= self.backoff.waiting(self.clock.now_ms())
+        return skip
 
     def _unacknowledged(self, exc: GroupFailed) -> None:
         _log.warning(
@@ -649,7 +763,7 @@ class HostService:
         """
         try:
             scan_now = self.clock.now_ms()
-            groups = plan_groups(self.core.due(scan_now, excluded))
+            groups = plan_groups(self.core.due(scan_now, self._excluded(excluded)))
         except Exception as exc:
             _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
             return [], set()
@@ -660,6 +774,7 @@ class HostService:
                 delivered = await self._deliver(group)
             except GroupFailed as exc:
                 self._unacknowledged(exc)
+                self._record_failure(exc)
                 failure_time = self.clock.now_ms()
                 for task_id in exc.ids:
                     st = self.core.store.get(task_id)
@@ -675,7 +790,7 @@ class HostService:
         failed during this tick."""
         failed: set[str] = set()
         sent: list[Delivered] = []
-        while self.core.due(self.clock.now_ms(), failed):
+        while self.core.due(self.clock.now_ms(), self._excluded(failed)):
             delivered, newly_failed = await self.drive(failed)
             sent.extend(delivered)
             if not delivered and not newly_failed:
@@ -691,8 +806,16 @@ class HostService:
                 self._wake.clear()
                 _, self._failed = await self.drive()
                 continue
+            now = self.clock.now_ms()
             try:
-                target = self.core.next_target(self._failed)
+                if self.backoff is None:
+                    target = self.core.next_target(self._failed)
+                else:
+                    # With a backoff, a failed task waits for its next attempt instead.
+                    target = self.core.next_target(self.backoff.waiting(now))
+                    retry_at = self.backoff.next_attempt_after(now)
+                    if retry_at is not None and (target is None or retry_at < target):
+                        target = retry_at
             except Exception as exc:  # a shared store that is unreachable: retry with back-off
                 _log.error(
                     "delivery.stopped", error=str(exc), message=f"schedule: dispatch stopped: {exc}"
@@ -702,7 +825,6 @@ class HostService:
                 self._drive_pending = True
                 continue
             backoff = TIMER_BACKOFF_MS
-            now = self.clock.now_ms()
             if target is not None and target <= now:
                 self._drive_pending = True
                 continue

@@ -18,11 +18,14 @@ import httpx  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
 from schedlog.host.backends import open_store  # noqa: E402
+from schedlog.host.retry import Backoff  # noqa: E402
 from schedlog.host.service import HostService  # noqa: E402
 from schedlog.host.sessions import SessionsDirectory  # noqa: E402
+from schedlog.host.webhook import WebhookSessions  # noqa: E402
 from schedlog.runtime.clock import VirtualClock  # noqa: E402
 from schedlog.serve.app import Host, build_app  # noqa: E402
 from schedlog.serve.auth import allowed_hosts  # noqa: E402
+from schedlog.serve.webhook import retry_lookup  # noqa: E402
 from tests.host.helpers import T0  # noqa: E402
 
 TOKEN = "test-token-0123456789abcdef"
@@ -122,13 +125,25 @@ class Api:
 
 @contextmanager
 def running_api(
-    tmp_path: Path, *, max_event_clients: int = 4, cors_origins: tuple[str, ...] = ()
+    tmp_path: Path,
+    *,
+    max_event_clients: int = 4,
+    cors_origins: tuple[str, ...] = (),
+    webhook: Callable[[VirtualClock], tuple[Any, Backoff]] | None = None,
 ) -> Iterator[Api]:
+    """The application over ``tmp_path``; ``webhook(clock) -> (post, backoff)`` delivers to a
+    webhook sink instead of the sessions directory."""
     clock = VirtualClock(T0)
     store = tmp_path / "store.db"
     sessions = tmp_path / "sessions"
 
     async def opener() -> Host:
+        if webhook is not None:
+            post, backoff = webhook(clock)
+            service = HostService(
+                open_store(store), WebhookSessions(), clock, post=post, backoff=backoff
+            )
+            return Host(service, retry_state=retry_lookup(backoff))
         directory = SessionsDirectory(sessions)
 
         async def close() -> None:

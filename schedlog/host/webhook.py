@@ -1,0 +1,158 @@
+"""Webhook delivery: the host's delivery sink for runtimes whose sessions are not JSON Lines
+files (docs/http-api.md#webhook-delivery). It stands beside the sessions directory
+(:mod:`schedlog.host.sessions`): the service hands it each due group's follow-up, and commits
+the group only after the receiver answered 2xx.
+
+The request is ``POST <url>`` with a JSON body ``{"messageId","sessionId","text",
+"occurrenceAt","reminders":[{"id","occurrenceAt","prompt"}],"createdAt"}`` and the headers
+``Schedlog-Timestamp`` (Unix seconds) and ``Schedlog-Signature: v1=<hex>``, the HMAC-SHA256 of
+``<timestamp>.<body>`` under the shared secret. ``messageId`` is deterministic (the same group
+of occurrences always gets the same id), so a delivery repeated after a failure or a crash
+carries the same id: receivers dedupe by it.
+
+Needs httpx (the ``serve`` extra).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx
+import msgspec
+
+from schedlog.eventlog.followups import Member
+from schedlog.host.service import Outgoing
+from schedlog.rules.instants import format_instant
+from schedlog.runtime.interfaces import Clock
+
+__all__ = [
+    "SIGNATURE_HEADER",
+    "TIMESTAMP_HEADER",
+    "WebhookError",
+    "WebhookSessions",
+    "WebhookSink",
+    "payload",
+    "sign",
+    "verify",
+]
+
+SIGNATURE_HEADER: Final = "Schedlog-Signature"
+TIMESTAMP_HEADER: Final = "Schedlog-Timestamp"
+_encoder: Final = msgspec.json.Encoder()
+
+
+class WebhookError(Exception):
+    """The receiver did not acknowledge: a non-2xx answer, a timeout or a refused connection."""
+
+
+def payload(outgoing: Outgoing) -> bytes:
+    """The JSON body for one follow-up."""
+    delivered = outgoing.delivered
+    data = outgoing.event["data"]
+    reminders = [
+        {"id": m.id, "occurrenceAt": format_instant(m.occurrence_at), "prompt": prompt}
+        for m, prompt in zip(delivered.members, outgoing.prompts, strict=True)
+    ]
+    latest = max(m.occurrence_at for m in delivered.members)
+    return _encoder.encode(
+        {
+            "messageId": delivered.message_id,
+            "sessionId": delivered.session_id,
+            "text": delivered.text,
+            "occurrenceAt": format_instant(latest),
+            "reminders": reminders,
+            "createdAt": data["createdAt"],
+        }
+    )
+
+
+def sign(secret: bytes, timestamp: int, body: bytes) -> str:
+    """``v1=<hex HMAC-SHA256 of "<timestamp>." + body>``."""
+    mac = hmac.new(secret, str(timestamp).encode("ascii") + b"." + body, hashlib.sha256)
+    return f"v1={mac.hexdigest()}"
+
+
+def verify(
+    secret: bytes, headers: Mapping[str, str], body: bytes, now_s: int, tolerance_s: int = 300
+) -> bool:
+    """The receiver's check: a fresh timestamp and a matching signature (constant time)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    stamp = lowered.get(TIMESTAMP_HEADER.lower(), "")
+    given = lowered.get(SIGNATURE_HEADER.lower(), "")
+    if not stamp.isdigit() or abs(now_s - int(stamp)) > tolerance_s:
+        return False
+    return hmac.compare_digest(given.encode(), sign(secret, int(stamp), body).encode())
+
+
+class WebhookSink:
+    """POSTs follow-ups to one URL; :meth:`post` returns only after a 2xx answer."""
+
+    def __init__(
+        self,
+        url: str,
+        secret: bytes,
+        clock: Clock,
+        *,
+        timeout_s: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url
+        self._secret = secret
+        self._clock = clock
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_s),
+            follow_redirects=False,
+            transport=transport,
+            headers={"User-Agent": "schedlog-webhook/1"},
+        )
+
+    async def post(self, outgoing: Outgoing) -> None:
+        body = payload(outgoing)
+        stamp = self._clock.now_ms() // 1000
+        headers = {
+            "Content-Type": "application/json",
+            TIMESTAMP_HEADER: str(stamp),
+            SIGNATURE_HEADER: sign(self._secret, stamp, body),
+        }
+        try:
+            response = await self._client.post(self.url, content=body, headers=headers)
+        except httpx.TimeoutException:
+            raise WebhookError("the webhook receiver timed out") from None
+        except httpx.HTTPError as exc:
+            raise WebhookError(f"the webhook receiver is unreachable: {exc}") from None
+        if not 200 <= response.status_code < 300:
+            raise WebhookError(f"the webhook receiver answered {response.status_code}")
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+class _NoLog:
+    """The session handle of webhook delivery: no log, so nothing is known as delivered."""
+
+    delivered: Mapping[Member, str] = {}
+
+    def append(self, event: Mapping[str, Any]) -> object:
+        raise WebhookError("webhook delivery writes no session log")
+
+    def flush(self) -> bool:
+        return False
+
+
+class WebhookSessions:
+    """The session controller of webhook delivery: sessions are the receiver's business."""
+
+    def resolve(self, session_id: str) -> _NoLog:
+        return _NoLog()
+
+    def discard(self, session_id: str) -> None:
+        pass
+
+    def legacy_reminders(self, session_id: str) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,73 @@
+"""``--deliver-to URL``: the webhook secret and the HTTP API's view of delivery retries
+(docs/http-api.md#webhook-delivery). The sink itself is :mod:`schedlog.host.webhook`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+from urllib.parse import urlsplit
+
+from schedlog.host.retry import Backoff
+from schedlog.rules.instants import format_instant
+from schedlog.serve.bodies import RetryState
+from schedlog.serve.routes import RetryLookup
+
+__all__ = ["SECRET_ENV", "SecretError", "check_url", "load_secret", "retry_lookup"]
+
+SECRET_ENV: Final = "SCHEDLOG_WEBHOOK_SECRET"
+
+
+class SecretError(Exception):
+    """The webhook secret or URL cannot be used (code ``webhook-config``)."""
+
+    code = "webhook-config"
+
+
+def check_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SecretError(f"--deliver-to must be an http:// or https:// URL, not {url!r}")
+    return url
+
+
+def load_secret(path: str | None, environ: Mapping[str, str] | None = None) -> bytes:
+    """The shared secret: ``--webhook-secret-file`` (mode 0600 or stricter), else
+    ``SCHEDLOG_WEBHOOK_SECRET``; at least 16 bytes."""
+    env = os.environ if environ is None else environ
+    if path is not None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+            if mode & 0o077:
+                raise SecretError(
+                    f"the webhook secret file {path} is accessible to others (mode {mode:04o}); "
+                    "make it 0600"
+                )
+            secret = Path(path).read_bytes().strip()
+        except OSError as exc:
+            raise SecretError(
+                f"cannot read the webhook secret file {path}: {exc.strerror}"
+            ) from None
+        where = path
+    elif env.get(SECRET_ENV):
+        secret, where = env[SECRET_ENV].strip().encode("utf-8"), SECRET_ENV
+    else:
+        raise SecretError(f"--deliver-to needs --webhook-secret-file or {SECRET_ENV}")
+    if len(secret) < 16:
+        raise SecretError(f"the webhook secret in {where} must be at least 16 bytes")
+    return secret
+
+
+def retry_lookup(backoff: Backoff) -> RetryLookup:
+    """``task id -> RetryState`` body for the catalog."""
+
+    def lookup(task_id: str) -> RetryState | None:
+        state = backoff.state(task_id)
+        if state is None:
+            return None
+        return RetryState(state.attempts, format_instant(state.next_attempt_at), state.last_error)
+
+    return lookup
