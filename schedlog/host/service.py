@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Final, NamedTuple, TypeVar, cast
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Final, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 import msgspec
 import structlog
@@ -89,6 +89,27 @@ class GroupFailed(Exception):
         super().__init__(str(error))
         self.ids = ids
         self.error = error
+
+
+@runtime_checkable
+class InsertsMany(Protocol):
+    """A store that can append several new tasks in one durable, all-or-nothing write."""
+
+    def insert_many(self, tasks: Sequence[Task]) -> list[int]: ...
+
+
+#: The most creates one group commit takes.
+MAX_BATCH: Final = 512
+
+
+class _InsertBatch:
+    """Consecutive creates that share one FIFO slot and one durable write (group commit)."""
+
+    def __init__(self) -> None:
+        self.tasks: list[Task] = []
+        self.waiters: list[asyncio.Task[Any] | None] = []
+        self.started = False
+        self.future: asyncio.Future[None] | None = None
 
 
 class HostCore:
@@ -266,6 +287,15 @@ class HostCore:
         seq = self.store.insert(task)
         self._reindex(StoredTask(seq, task))
         self._changed(self._change(task, "created"))
+        self.drive_requested()
+
+    def insert_many(self, tasks: Sequence[Task]) -> None:
+        """Insert new tasks in one durable write (the store must :class:`InsertsMany`)."""
+        assert isinstance(self.store, InsertsMany)
+        seqs = self.store.insert_many(tasks)
+        for seq, task in zip(seqs, tasks, strict=True):
+            self._reindex(StoredTask(seq, task))
+        self._changed(TaskChange(t.id, t.session_id, "created") for t in tasks)
         self.drive_requested()
 
     def _replace(self, st: StoredTask, task: Task) -> None:
@@ -552,6 +582,7 @@ class HostService:
         self.task_ids = task_ids
         self._auto = auto_drive
         self._queue: asyncio.Queue[tuple[Callable[[], Any], asyncio.Future[Any]]] = asyncio.Queue()
+        self._open_batch: _InsertBatch | None = None
         self._stopping = False
         self._closed = False
         self._wake = asyncio.Event()
@@ -609,11 +640,47 @@ class HostService:
             finally:
                 self._queue.task_done()
 
-    async def _submit(self, fn: Callable[[], T]) -> T:
+    def _enqueue(self, fn: Callable[[], T]) -> asyncio.Future[T]:
         self._check_open()
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((fn, future))
+        return future
+
+    async def _submit(self, fn: Callable[[], T]) -> T:
+        future = self._enqueue(fn)
+        self._open_batch = None  # a create after this slot must not run before it
         return await future
+
+    async def _insert(self, task: Task) -> None:
+        """Queue the insert of a new task. Consecutive creates (nothing else queued between
+        them) share one slot and one durable write when the store supports it; each create
+        still returns only after that write. A create cancelled before its slot starts
+        writes nothing."""
+        if not isinstance(self.core.store, InsertsMany):
+            await self._submit(lambda: self.core.insert(task))
+            return
+        batch = self._open_batch
+        if batch is None or len(batch.tasks) >= MAX_BATCH:
+            batch = _InsertBatch()
+            batch.future = self._enqueue(lambda: self._run_batch(batch))
+            self._open_batch = batch
+        batch.tasks.append(task)
+        batch.waiters.append(asyncio.current_task())
+        assert batch.future is not None
+        await asyncio.shield(batch.future)
+
+    def _run_batch(self, batch: _InsertBatch) -> None:
+        batch.started = True
+        if self._open_batch is batch:
+            self._open_batch = None
+        # A create whose caller was cancelled while the slot was queued writes nothing.
+        kept = [
+            task
+            for task, waiter in zip(batch.tasks, batch.waiters, strict=True)
+            if waiter is None or not (waiter.cancelling() or waiter.done())
+        ]
+        if kept:
+            self.core.insert_many(kept)
 
     async def _submit_awaiting(self, fn: Callable[[], Awaitable[T]]) -> T:
         """:meth:`_submit` for a slot that awaits (its sink): the worker awaits what ``fn``
@@ -638,7 +705,7 @@ class HostService:
             # would leave a task that refuses the whole store at the next open.
             raise ScheduleError("internal_error", MSG_SESSION_ID)
         task = new_task(session_id, record)
-        await self._submit(lambda: self.core.insert(task))
+        await self._insert(task)
         return record
 
     async def update(

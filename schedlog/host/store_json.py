@@ -12,7 +12,7 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -196,6 +196,21 @@ class JsonTaskStore:
         seq = next(self._seq)
         self._tasks[task.id] = StoredTask(seq, task)
         return seq
+
+    def insert_many(self, tasks: Sequence[Task]) -> list[int]:
+        """Append new tasks with one document rewrite; all or none are written."""
+        docs = dict(self._docs)
+        for task in tasks:
+            if task.id in docs:
+                raise StoreWriteError(f"task {task.id!r} already exists")
+            docs[task.id] = encode_task(task)
+        self._commit(docs)
+        seqs: list[int] = []
+        for task in tasks:
+            seq = next(self._seq)
+            self._tasks[task.id] = StoredTask(seq, task)
+            seqs.append(seq)
+        return seqs
 
     def replace(self, task: Task) -> None:
         old = self._tasks.get(task.id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -241,6 +241,29 @@ class SqliteTaskStore:
         seq = cur.lastrowid
         assert seq is not None
         return seq
+
+    def insert_many(self, tasks: Sequence[Task]) -> list[int]:
+        """Append new tasks in one transaction (one durability barrier for all); returns their
+        ``seq`` in order. All or none are written."""
+        seqs: list[int] = []
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for task in tasks:
+                    cur = self._conn.execute(
+                        "INSERT INTO tasks (id, session_id, body) VALUES (?, ?, ?)",
+                        (task.id, task.session_id, js_dumps(encode_task(task))),
+                    )
+                    assert cur.lastrowid is not None
+                    seqs.append(cur.lastrowid)
+                crashpoint("sqlite_store.in_transaction")
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        except (sqlite3.Error, UnicodeEncodeError) as exc:
+            raise StoreWriteError(f"cannot write {self.path}: {exc}") from exc
+        return seqs
 
     def replace(self, task: Task) -> None:
         cur = self._write(

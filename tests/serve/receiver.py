@@ -7,6 +7,7 @@ import json
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -23,6 +24,7 @@ class Inbox:
     calls: int = 0
     failures: int = 0
     bad_signatures: int = 0
+    on_accept: Callable[[dict[str, Any]], None] | None = None
     received: list[dict[str, Any]] = field(default_factory=list)
     by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -42,6 +44,8 @@ class Inbox:
                 self.failures += 1
                 return 503
             value = json.loads(body)
+            if self.on_accept is not None:
+                self.on_accept(value)  # kept before the 2xx
             self.received.append(value)
             self.by_id.setdefault(value["messageId"], value)  # the receiver's dedupe
             self.arrived.notify_all()
