@@ -220,7 +220,7 @@ def _wait_all_inactive(server: ServeProcess, expected: int, timeout: float) -> i
     """Poll the catalog (at most ``timeout`` s) until ``expected`` tasks are inactive."""
     deadline = time.monotonic() + timeout
     inactive = 0
-    with httpx.Client(headers=server.headers, timeout=30) as client:
+    with httpx.Client(headers=server.headers, timeout=120) as client:
         while time.monotonic() < deadline:
             inactive = 0
             cursor: str | None = None
@@ -235,7 +235,7 @@ def _wait_all_inactive(server: ServeProcess, expected: int, timeout: float) -> i
                     break
             if inactive >= expected:
                 return inactive
-            time.sleep(0.5)
+            time.sleep(0.5)  # bounded by ``timeout``
     return inactive
 
 

@@ -18,7 +18,6 @@ from tests.host.conftest import store_path
 from tests.host.helpers import MemorySessions
 from tests.host.test_service import args, run
 
-
 #: The file backends append several tasks in one write; the PostgreSQL store does not (yet), so
 #: its creates keep one slot each.
 FILE_BACKENDS = pytest.mark.parametrize("backend", ["sqlite", "json"])

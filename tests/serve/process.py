@@ -24,6 +24,7 @@ class ServeProcess:
     token: str
     store: Path
     stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -33,8 +34,15 @@ class ServeProcess:
         """Send ``sig`` and wait; returns the exit code and stderr."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        _, stderr = self.proc.communicate(timeout=timeout)
-        return self.proc.returncode, stderr
+        self.proc.wait(timeout=timeout)
+        for thread in self._readers:  # both pipes reach their end once the process is gone
+            thread.join(timeout=timeout)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return self.proc.returncode, "".join(self.stderr)
+
+    _readers: tuple[threading.Thread, ...] = ()
 
 
 def start_serve(
@@ -62,7 +70,18 @@ def start_serve(
             lines.put(line)
         lines.put(None)
 
-    threading.Thread(target=pump, daemon=True).start()
+    pumper = threading.Thread(target=pump, daemon=True)
+    pumper.start()
+    errors: list[str] = []
+
+    def drain() -> None:
+        # Read stderr all along: a server whose diagnostics fill the pipe blocks on writing.
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            errors.append(line)
+
+    drainer = threading.Thread(target=drain, daemon=True)
+    drainer.start()
     printed: list[str] = []
     while len(printed) < 2:
         try:
@@ -71,10 +90,17 @@ def start_serve(
             line = None
         if line is None:
             proc.kill()
-            _, err = proc.communicate(timeout=10)
-            raise RuntimeError(f"host serve did not start: {printed} {err}")
+            proc.wait(timeout=10)
+            drainer.join(timeout=10)
+            pumper.join(timeout=10)
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            raise RuntimeError(f"host serve did not start: {printed} {''.join(errors)}")
         printed.append(line.rstrip("\n"))
     url = printed[0].removeprefix("schedlog host serve: ")
     token_source = printed[1].removeprefix("token: ")
     token = (env or {}).get("SCHEDLOG_TOKEN") or Path(token_source).read_text().strip()
-    return ServeProcess(proc, url, token, store, printed)
+    server = ServeProcess(proc, url, token, store, printed, errors)
+    server._readers = (pumper, drainer)
+    return server
