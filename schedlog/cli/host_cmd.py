@@ -85,8 +85,20 @@ _store_args = store_args
 def _service_args(parser: argparse.ArgumentParser) -> None:
     _store_args(parser)
     parser.add_argument("--sessions", required=True, help="sessions directory (DIR/<enc>.jsonl)")
-    parser.add_argument("--history-days", type=_days, default=30, metavar="N")
-    parser.add_argument("--history-records", type=_records, default=200, metavar="N")
+    parser.add_argument(
+        "--history-days",
+        type=_days,
+        default=30,
+        metavar="N",
+        help="keep delivery records of the last N days per task (1-3650)",
+    )
+    parser.add_argument(
+        "--history-records",
+        type=_records,
+        default=200,
+        metavar="N",
+        help="keep at most N delivery records per task (1-10000)",
+    )
 
 
 def _serve_parser(hsub: Any) -> None:
