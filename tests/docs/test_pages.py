@@ -62,7 +62,6 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     ),
     "operations.md": (
         "host run",
-        "--log-format",
         "backup",
         "schedlog migrate",
         "WAL",
