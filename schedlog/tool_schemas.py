@@ -9,7 +9,7 @@ Each protocol declares its own Structs and descriptions (:mod:`schedlog.runtime.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -31,7 +31,10 @@ __all__ = [
     "TimeZoneName",
     "ToolId",
     "ToolTable",
+    "anthropic_tools",
     "build_tool_schemas",
+    "model_parameters",
+    "openai_tools",
     "render_markdown",
 ]
 
@@ -165,3 +168,47 @@ def render_markdown(value: Mapping[str, Any]) -> str:
         lines += ["```json", js_dumps(tool["result"]), "```", ""]
     lines += ["## Shared definitions", "", "```json", js_dumps(value["$defs"]), "```", ""]
     return "\n".join(lines)
+
+
+#: Keywords that the OpenAI and Anthropic tool APIs both refuse at the top level of a
+#: parameters schema (OpenAI: "must have type 'object' and not have 'oneOf'/'anyOf'/'allOf'/
+#: 'enum'/'not' at the top level"; Anthropic: "does not support oneOf, allOf, or anyOf at the
+#: top level"). Nested uses are accepted.
+TOP_LEVEL_COMBINATORS: Final = ("oneOf", "anyOf", "allOf", "not", "enum", "const")
+
+
+def model_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's parameters schema as model APIs take it: an ``object`` schema without the
+    top-level combinators. What those encoded ("exactly one timing selector", "at least one
+    change") is stated in the tool's description and enforced by the tool itself, which
+    answers ``invalid_selector``."""
+    return {k: v for k, v in parameters.items() if k not in TOP_LEVEL_COMBINATORS}
+
+
+def openai_tools(value: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Tool schemas from :func:`build_tool_schemas` as OpenAI function tools:
+    ``[{"type": "function", "function": {"name", "description", "parameters"}}, ...]``."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "description": tool["description"],
+                "parameters": model_parameters(tool["parameters"]),
+            },
+        }
+        for tool in value["tools"]
+    ]
+
+
+def anthropic_tools(value: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Tool schemas from :func:`build_tool_schemas` as Anthropic tools:
+    ``[{"name", "description", "input_schema"}, ...]``."""
+    return [
+        {
+            "name": tool["name"],
+            "description": tool["description"],
+            "input_schema": model_parameters(tool["parameters"]),
+        }
+        for tool in value["tools"]
+    ]

@@ -93,15 +93,29 @@ _TOOL_SCHEMAS: Final[dict[str, str]] = {
 
 
 def register_tools(subparsers: Any) -> None:
-    """Add ``tools catalog --protocol session-local|host [--format json|markdown]``."""
+    """Add ``tools catalog --protocol session-local|host [--format FORMAT]`` (json, markdown,
+    openai, anthropic)."""
     tools = subparsers.add_parser("tools", help="describe the tools given to the model")
     commands = tools.add_subparsers(dest="tools_command", required=True, metavar="COMMAND")
     catalog_parser = commands.add_parser(
         "catalog",
         help="print tool descriptions with JSON Schemas of parameters and results",
+        description=(
+            "Print the tools of a protocol: json (descriptions with JSON Schemas of parameters "
+            "and results), markdown (the same for people), or the tool definitions the OpenAI "
+            '(a JSON array of {"type":"function","function":{name, description, parameters}}) '
+            "and Anthropic (a JSON array of {name, description, input_schema}) APIs take."
+        ),
     )
-    catalog_parser.add_argument("--protocol", required=True, choices=list(_TOOL_SCHEMAS))
-    catalog_parser.add_argument("--format", choices=["json", "markdown"], default="json")
+    catalog_parser.add_argument(
+        "--protocol", required=True, choices=list(_TOOL_SCHEMAS), help="whose tools to print"
+    )
+    catalog_parser.add_argument(
+        "--format",
+        choices=["json", "markdown", "openai", "anthropic"],
+        default="json",
+        help="output format",
+    )
     catalog_parser.set_defaults(func=_tool_schemas_main)
 
 
@@ -109,10 +123,15 @@ def _tool_schemas_main(args: argparse.Namespace) -> int:
     import sys
 
     from schedlog.cli.common import write_json_line
+    from schedlog.tool_schemas import anthropic_tools, openai_tools
 
     schemas = importlib.import_module(_TOOL_SCHEMAS[args.protocol])
     if args.format == "markdown":
         sys.stdout.write(schemas.tool_schemas_markdown())
+    elif args.format == "openai":
+        write_json_line(openai_tools(schemas.tool_schemas()))
+    elif args.format == "anthropic":
+        write_json_line(anthropic_tools(schemas.tool_schemas()))
     else:
         write_json_line(schemas.tool_schemas())
     return 0
