@@ -16,6 +16,7 @@ from argparse's help formatter.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -143,7 +144,14 @@ def _command_sections(path: str, parser: argparse.ArgumentParser, level: int) ->
 
 def cli_reference() -> str:
     """The whole of ``docs/cli.md``."""
-    parser = build_parser()
+    # Defaults read from the environment (``--store`` from $SCHEDLOG_STORE) would leak the
+    # generating shell's settings into the page; build the parsers without them.
+    saved = os.environ.pop("SCHEDLOG_STORE", None)
+    try:
+        parser = build_parser()
+    finally:
+        if saved is not None:
+            os.environ["SCHEDLOG_STORE"] = saved
     lines = [
         "# CLI reference",
         "",

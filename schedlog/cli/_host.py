@@ -27,15 +27,24 @@ from schedlog.cli.common import (
     run_batch,
     write_json_line,
 )
+from schedlog.cli.run_log import (
+    configure_run_logging,
+    delivery_fields,
+    start_fields,
+    started_message,
+    stopped_message,
+)
 from schedlog.errors import StoreOpenError
-from schedlog.host.backends import Backend, open_store
+from schedlog.host.backends import Backend, open_store, select_backend
 from schedlog.host.config import Retention
+from schedlog.host.delivery import Delivered
 from schedlog.host.endpoint import with_serve_hint
 from schedlog.host.remote import REMOTE_OPERATIONS, call_remote
 from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
 from schedlog.host.store import TaskStore
 from schedlog.host.tools import TOOL_NAMES, HostTools
+from schedlog.runtime.interfaces import Clock
 
 __all__ = [
     "BatchClock",
@@ -45,6 +54,7 @@ __all__ = [
     "cmd_history",
     "cmd_migrate",
     "cmd_run",
+    "run_host",
 ]
 
 T = TypeVar("T")
@@ -175,32 +185,88 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _run_host(args: argparse.Namespace) -> int:
-    from schedlog.runtime.clock import SystemClock
+async def run_host(
+    store_path: str,
+    backend: Backend | None,
+    sessions_dir: str,
+    keep: Retention | None = None,
+    *,
+    clock: Clock,
+    stop: asyncio.Event,
+    err: TextIO | None = None,
+    log_format: str = "json",
+) -> int:
+    """``host run``: serve until ``stop`` is set, logging ``host.started``, one
+    ``delivery.sent`` per message and ``host.stopped`` (docs/operations.md#host-run).
+
+    A store that fails to open is reported on ``err`` (stderr), as ``error: …`` in the human
+    form or as the ``{"error": …}`` line otherwise, and gives exit status 1.
+    """
+    import structlog
 
     try:
-        store = open_store(args.store, args.backend)
+        store = open_store(store_path, backend)
     except StoreOpenError as exc:
-        write_json_line({"error": with_serve_hint(exc, args.store).to_value()}, sys.stderr)
+        refused = with_serve_hint(exc, store_path)
+        stream = err if err is not None else sys.stderr
+        if log_format == "human":
+            print(f"error: {refused.message} ({refused.code})", file=stream, flush=True)
+        else:
+            write_json_line({"error": refused.to_value()}, stream)
         return 1
-    sessions = SessionsDirectory(args.sessions)
-    keep = Retention(args.history_days, args.history_records)
-    service = HostService(store, sessions, SystemClock(), keep)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    log = structlog.get_logger("schedlog.cli")
+    sessions = SessionsDirectory(sessions_dir)
+    service = HostService(store, sessions, clock, keep or Retention())
+    delivered = 0
+
+    def sent(message: Delivered) -> None:
+        nonlocal delivered
+        delivered += 1
+        log.info(
+            "delivery.sent",
+            **delivery_fields(message.session_id, message.message_id, message.members),
+        )
+
+    service.subscribe_deliveries(sent)
+    fields: dict[str, Any] = {
+        "store": str(store.path),
+        "backend": select_backend(store_path, backend),
+        "sessions": sessions_dir,
+        "active": service.core.active_count(),
+        **start_fields(service.core.next_target()),
+    }
+    log.info("host.started", message=started_message("host", fields), **fields)
     try:
         await stop.wait()
     finally:
         await service.aclose()
         sessions.close()
+        log.info("host.stopped", message=stopped_message("host", delivered), delivered=delivered)
     return 0
 
 
+async def _run_host(args: argparse.Namespace, log_format: str) -> int:
+    from schedlog.runtime.clock import SystemClock
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    keep = Retention(args.history_days, args.history_records)
+    return await run_host(
+        args.store,
+        args.backend,
+        args.sessions,
+        keep,
+        clock=SystemClock(),
+        stop=stop,
+        log_format=log_format,
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    configure_diagnostics()
-    return asyncio.run(_run_host(args))
+    log_format = configure_run_logging(args.log_format, args.log_level)
+    return asyncio.run(_run_host(args, log_format))
 
 
 def _open_for_read(args: argparse.Namespace) -> TaskStore | None:

@@ -23,6 +23,14 @@ from schedlog.cli.common import (
     run_batch,
     write_json_line,
 )
+from schedlog.cli.run_log import (
+    configure_run_logging,
+    delivery_fields,
+    start_fields,
+    started_message,
+    stopped_message,
+)
+from schedlog.rules.instants import parse_canonical_instant
 from schedlog.runtime.batch import BatchSession, delivery_json
 from schedlog.runtime.clock import SystemClock
 from schedlog.runtime.engine import SessionEngine
@@ -94,12 +102,24 @@ async def run_live_session(
     ``invalid_request`` error), so tools and deliveries never race on the log.
     """
 
+    import structlog
+
+    log = structlog.get_logger("schedlog.cli")
+    delivered = 0
+
     def show(message: FollowupMessage) -> None:
+        nonlocal delivered
+        delivered += 1
         write_json_line(delivery_json(message), out)
+        log.info(
+            "delivery.sent",
+            **delivery_fields(session.header.session_id, message.message_id, message.members),
+        )
 
     session = FileSession(path, session_id=session_id, on_followup=show)
     engine = SessionEngine(session, session, clock)
     engine.start()
+    await _log_start(log, session, engine)
     server = asyncio.create_task(_serve_tools(engine, requests, out)) if requests else None
     try:
         await stop.wait()
@@ -110,7 +130,28 @@ async def run_live_session(
                 await server
         await engine.dispose()
         session.close()
+        message = stopped_message("session", delivered)
+        log.info("session.stopped", message=message, delivered=delivered)
     return session
+
+
+async def _log_start(log: Any, session: FileSession, engine: SessionEngine) -> None:
+    """``session.started``: the log, its session id, the active reminders and the next target,
+    read through the engine's queue like any ``schedule_list``."""
+    views = await engine.schedule_list({})
+    active = views if isinstance(views, list) else []
+    targets = [parse_canonical_instant(v.get("scheduledAt")) for v in active]
+    try:
+        session_id: object = session.header.session_id
+    except (OSError, ValueError):  # an unreadable or corrupt log: its warning says why
+        session_id = None
+    fields: dict[str, Any] = {
+        "log": session.path,
+        "sessionId": session_id,
+        "active": len(active),
+        **start_fields(min((t for t in targets if t is not None), default=None)),
+    }
+    log.info("session.started", message=started_message("session", fields), **fields)
 
 
 async def _serve_tools(
@@ -151,7 +192,7 @@ async def _stdin_lines() -> AsyncIterator[str]:
 
 
 def run_main(args: argparse.Namespace) -> int:
-    configure_diagnostics()
+    configure_run_logging(args.log_format, args.log_level)
 
     async def main() -> None:
         await run_live_session(

@@ -18,6 +18,7 @@ import os
 from typing import TYPE_CHECKING, Any, Final
 
 from schedlog._lazy import lazy_command, lazy_exports
+from schedlog.cli.run_log import add_run_log_args
 
 if TYPE_CHECKING:
     from schedlog.cli._host import BatchClock, HostBatch
@@ -197,9 +198,16 @@ def register(sub: Any) -> None:
     run = hsub.add_parser(
         "run",
         help="run the host service on the real clock until SIGINT/SIGTERM",
-        description="Deliver due reminders into the sessions directory; logs go to stderr.",
+        description=(
+            "Deliver due reminders into the sessions directory until SIGINT/SIGTERM. On a "
+            "terminal stderr shows a start line (store, backend, sessions, active tasks, next "
+            "target in UTC and local time), one line per delivery, warnings and a stop line; "
+            "otherwise, or with --log-format json, one structlog JSON object per event. "
+            "stdout stays empty."
+        ),
     )
     _service_args(run)
+    add_run_log_args(run)
     run.set_defaults(func=_cmd_run)
     _serve_parser(hsub)
     catalog = hsub.add_parser("catalog", help="list every task of the store")

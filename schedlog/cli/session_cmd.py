@@ -16,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 from schedlog._lazy import lazy_command, lazy_exports
+from schedlog.cli.run_log import add_run_log_args
 
 if TYPE_CHECKING:
     from schedlog.cli._session import run_live_session, session_batch_handlers
@@ -64,7 +65,10 @@ def register(subparsers: Any) -> None:
         help="run the live owner on the real clock and print each delivery (Ctrl-C stops)",
         description=(
             "Run the live owner of one session log on the real clock, with an always-idle "
-            "agent. Each delivery is printed as one JSON line {messageId, text, reminders}. "
+            "agent. Each delivery is printed on stdout as one JSON line {messageId, text, "
+            "reminders}; stderr shows a start line, one line per delivery, warnings and a stop "
+            "line on a terminal, or one structlog JSON object per event otherwise (or with "
+            "--log-format json). "
             "With --tools, stdin takes tool requests, one JSON object per line: "
             '{"op":"schedule_create"|"schedule_list"|"schedule_delete","args":{...}}; each is '
             'answered with one {"ok": TOOL_VALUE} line, at the real time it is served.'
@@ -81,6 +85,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="read tool requests from stdin while running (see above)",
     )
+    add_run_log_args(run)
     run.set_defaults(func=_run_main)
 
 

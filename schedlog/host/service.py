@@ -588,6 +588,7 @@ class HostService:
         self._wake = asyncio.Event()
         self._drive_pending = auto_drive  # overdue tasks found at start-up are driven at once
         self._failed: set[str] = set()
+        self._delivery_listeners: list[Callable[[Delivered], None]] = []
         self._worker = asyncio.get_running_loop().create_task(self._run_fifo())
         self._timer: asyncio.Task[None] | None = None
         if auto_drive:
@@ -781,13 +782,25 @@ class HostService:
         self._drive_pending = True
         self._wake.set()
 
+    def subscribe_deliveries(self, listener: Callable[[Delivered], None]) -> Callable[[], None]:
+        """Call ``listener(message)`` after each follow-up message this service sends and
+        commits (recovered members send nothing and are not reported); returns an
+        unsubscribe. ``schedlog host run`` prints its delivery lines from here."""
+        self._delivery_listeners.append(listener)
+        return lambda: self._delivery_listeners.remove(listener)
+
     async def _deliver(self, group: Group) -> Delivered | None:
         post = self._post
         if post is None:
-            return await self._submit(lambda: self.core.deliver_group(group, self.clock.now_ms))
-        return await self._submit_awaiting(
-            lambda: self.core.deliver_group_to(group, self.clock.now_ms, post)
-        )
+            sent = await self._submit(lambda: self.core.deliver_group(group, self.clock.now_ms))
+        else:
+            sent = await self._submit_awaiting(
+                lambda: self.core.deliver_group_to(group, self.clock.now_ms, post)
+            )
+        if sent is not None:
+            for listener in list(self._delivery_listeners):
+                listener(sent)
+        return sent
 
     def _forget_edited(self, change: TaskChange) -> None:
         if self.backoff is not None and change.kind in ("updated", "deleted", "delivered"):

@@ -78,6 +78,7 @@ def test_registering_every_command_imports_no_implementation() -> None:
         "schedlog.cli.rules_cmd",
         "schedlog.cli.session_cmd",
         "schedlog.cli.store_cmd",
+        "schedlog.cli.run_log",  # --log-format/--log-level; stdlib-only until configured
     }
     assert heavy(modules) == []
 

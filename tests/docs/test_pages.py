@@ -62,6 +62,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     ),
     "operations.md": (
         "host run",
+        "--log-format",
+        "--log-level",
         "backup",
         "schedlog migrate",
         "WAL",

@@ -1,0 +1,182 @@
+"""What ``schedlog host run`` and ``schedlog session run`` tell their operator, on stderr.
+
+Both commands log structlog events: their own (``host.started``, ``delivery.sent``,
+``host.stopped``, and the ``session.*`` pair) and every diagnostic of the library. This module
+renders them in one of two forms (docs/operations.md#host-run):
+
+* **human**, the default when stderr is a terminal: one line per event, the local time of day
+  first, with a sentence for the run commands' own events and ``warning: <message>`` for
+  diagnostics;
+* **json**, with ``--log-format json`` or whenever stderr is not a terminal: one JSON object per
+  event, with ``level`` and a UTC ``timestamp``, for log collectors.
+
+``--log-level`` drops the events below a level. Local time here is for display only: rules
+always use the zone stored with a reminder.
+
+The commands' argparse wiring imports this module for :func:`add_run_log_args`, so it imports
+only the standard library at the top; structlog and the rules layer load when used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, MutableMapping
+from datetime import datetime
+from typing import Any, Final, Literal, TextIO
+
+__all__ = [
+    "LOG_FORMATS",
+    "LOG_LEVELS",
+    "HumanRenderer",
+    "add_run_log_args",
+    "configure_run_logging",
+    "delivery_fields",
+    "local_text",
+    "resolve_format",
+    "sent_message",
+    "start_fields",
+    "started_message",
+    "stopped_message",
+]
+
+LogFormat = Literal["human", "json"]
+LOG_FORMATS: Final = ("human", "json")
+LOG_LEVELS: Final = ("debug", "info", "warning", "error")
+
+
+def add_run_log_args(parser: argparse.ArgumentParser) -> None:
+    """``--log-format`` and ``--log-level`` for a long-running command."""
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        help="human lines or JSON objects on stderr (default: human on a terminal, else json)",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="the least severe event written",
+    )
+
+
+def resolve_format(requested: str | None, stream: TextIO) -> LogFormat:
+    """The explicit choice, else human on a terminal and JSON otherwise."""
+    if requested == "human":
+        return "human"
+    if requested == "json":
+        return "json"
+    isatty = getattr(stream, "isatty", None)
+    return "human" if callable(isatty) and isatty() else "json"
+
+
+def local_text(instant_ms: int) -> str:
+    """An instant in the machine's local time, ``2026-05-04 09:30:00 +02:00``."""
+    try:
+        local = datetime.fromtimestamp(instant_ms / 1000).astimezone()
+    except (OverflowError, OSError, ValueError):  # outside what the platform's time_t holds
+        return "local time unavailable"
+    offset = local.strftime("%z")
+    return f"{local:%Y-%m-%d %H:%M:%S} {offset[:3]}:{offset[3:]}"
+
+
+def delivery_fields(session_id: str, message_id: str, members: Any) -> dict[str, Any]:
+    """The fields of ``delivery.sent``, with its ``message``: camelCase, canonical instants,
+    members in framing order. ``members`` are :class:`~schedlog.eventlog.followups.Member`s."""
+    from schedlog.rules.instants import format_instant
+
+    reminders = [{"id": m.id, "occurrenceAt": format_instant(m.occurrence_at)} for m in members]
+    fields: dict[str, Any] = {"sessionId": session_id, "messageId": message_id}
+    fields["reminders"] = reminders
+    return {"message": sent_message(fields), **fields}
+
+
+def start_fields(next_target: int | None) -> dict[str, Any]:
+    """``nextTarget`` (canonical UTC, or None) and ``nextTargetLocal`` of a start event."""
+    from schedlog.rules.instants import format_instant
+
+    if next_target is None:
+        return {"nextTarget": None}
+    return {"nextTarget": format_instant(next_target), "nextTargetLocal": local_text(next_target)}
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
+
+
+def _next(fields: Mapping[str, Any]) -> str:
+    target = fields.get("nextTarget")
+    if not isinstance(target, str):
+        return "no target"
+    local = fields.get("nextTargetLocal")
+    return f"next target {target}" + (f" ({local} local)" if isinstance(local, str) else "")
+
+
+def started_message(noun: Literal["host", "session"], fields: Mapping[str, Any]) -> str:
+    """The start line: where the command works, how much is active, the next target."""
+    if noun == "host":
+        where = (
+            f"store {fields.get('store')} ({fields.get('backend')}), "
+            f"sessions {fields.get('sessions')}"
+        )
+        active = _count(int(fields.get("active", 0)), "active task")
+    else:
+        where = f"log {fields.get('log')}, session {fields.get('sessionId')}"
+        active = _count(int(fields.get("active", 0)), "active reminder")
+    return f"{noun} run started: {where}, {active}, {_next(fields)}"
+
+
+def sent_message(fields: Mapping[str, Any]) -> str:
+    """One delivery: the session, each member's id and occurrence, the message id."""
+    reminders = fields.get("reminders") or []
+    members = ", ".join(f"{r.get('id')} at {r.get('occurrenceAt')}" for r in reminders)
+    return f"delivered to {fields.get('sessionId')}: {members} as {fields.get('messageId')}"
+
+
+def stopped_message(noun: Literal["host", "session"], delivered: int) -> str:
+    return f"{noun} run stopped: {_count(delivered, 'delivery', 'deliveries')}"
+
+
+class HumanRenderer:
+    """A structlog renderer: the local time of day, then the event's ``message`` (prefixed
+    ``warning:`` or ``error:`` for those levels), or its name and fields when it has none."""
+
+    def __call__(self, _logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> str:
+        fields = dict(event_dict)
+        event = str(fields.pop("event", ""))
+        level = str(fields.pop("level", "info"))
+        fields.pop("timestamp", None)
+        clock = datetime.now().astimezone().strftime("%H:%M:%S")
+        message = fields.get("message", fields.get("text"))
+        text = str(message) if message is not None else _plain(event, fields)
+        if level in ("warning", "error", "critical"):
+            text = f"{'error' if level == 'critical' else level}: {text}"
+        return f"{clock} {text}"
+
+
+def _plain(event: str, fields: Mapping[str, Any]) -> str:
+    rest = " ".join(f"{key}={value}" for key, value in fields.items())
+    return f"{event} {rest}".rstrip()
+
+
+def configure_run_logging(
+    log_format: str | None, level: str = "info", stream: TextIO | None = None
+) -> LogFormat:
+    """Route every structlog event of this process to ``stream`` (stderr) in the chosen form,
+    dropping events below ``level``; returns the form in use."""
+    import structlog  # the long-running commands only; registering their flags stays light
+
+    out = stream if stream is not None else sys.stderr
+    form = resolve_format(log_format, out)
+    renderer: Any = HumanRenderer() if form == "human" else structlog.processors.JSONRenderer()
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(out),
+        cache_logger_on_first_use=False,
+    )
+    return form
