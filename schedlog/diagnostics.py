@@ -13,7 +13,8 @@ A leaf: it imports nothing from the package but the instant formatter and follow
 
 from __future__ import annotations
 
-from typing import Final, Literal, NamedTuple
+from collections.abc import Iterable
+from typing import Any, Final, Literal, NamedTuple
 
 from schedlog.eventlog.followups import Member
 from schedlog.rules.instants import format_instant, is_representable
@@ -25,6 +26,7 @@ __all__ = [
     "failure_fields",
     "instant_field",
     "recovered_fields",
+    "sent_fields",
 ]
 
 Level = Literal["info", "warning", "error"]
@@ -81,6 +83,39 @@ EVENTS: Final[dict[str, EventSpec]] = {
         ("now",),
         "session-local batch: a tick while the live owner is faulted",
         "schedule: live owner is faulted; nothing is delivered",
+    ),
+    "host.started": EventSpec(
+        "info",
+        ("store", "backend", "sessions", "active", "nextTarget", "nextTargetLocal"),
+        "host run: the store is open and the service runs (nextTarget null: nothing active)",
+        "schedule: host run started: store <store> (<backend>), sessions <sessions>, <active> "
+        "active tasks, next target <nextTarget> (<nextTargetLocal> local)",
+    ),
+    "host.stopped": EventSpec(
+        "info",
+        ("delivered",),
+        "host run: the service stopped; how many messages it delivered while it ran",
+        "schedule: host run stopped: <delivered> deliveries",
+    ),
+    "session.started": EventSpec(
+        "info",
+        ("log", "sessionId", "active", "nextTarget", "nextTargetLocal"),
+        "session run: the live owner of one log runs (nextTarget null: nothing active)",
+        "schedule: session run started: log <log>, session <sessionId>, <active> active "
+        "reminders, next target <nextTarget> (<nextTargetLocal> local)",
+    ),
+    "session.stopped": EventSpec(
+        "info",
+        ("delivered",),
+        "session run: the live owner stopped; how many messages it delivered while it ran",
+        "schedule: session run stopped: <delivered> deliveries",
+    ),
+    "delivery.sent": EventSpec(
+        "info",
+        ("sessionId", "messageId", "reminders"),
+        "host run, session run: one follow-up message was delivered; reminders are its members "
+        "({id, occurrenceAt}, framing order)",
+        "schedule: delivered to <sessionId>: <id> at <occurrenceAt>, … as <messageId>",
     ),
     "delivery.recovered": EventSpec(
         "info",
@@ -160,6 +195,19 @@ def recovered_fields(member: Member, message_id: str) -> dict[str, str]:
         "occurrenceAt": at,
         "messageId": message_id,
         "message": f"schedule: reminder {member.id} at {at} already delivered as {message_id}",
+    }
+
+
+def sent_fields(session_id: str, message_id: str, members: Iterable[Member]) -> dict[str, Any]:
+    """The fields of ``delivery.sent``: the session, the message id and its members in framing
+    order, with the human ``message``."""
+    reminders = [{"id": m.id, "occurrenceAt": format_instant(m.occurrence_at)} for m in members]
+    listed = ", ".join(f"{r['id']} at {r['occurrenceAt']}" for r in reminders)
+    return {
+        "sessionId": session_id,
+        "messageId": message_id,
+        "reminders": reminders,
+        "message": f"schedule: delivered to {session_id}: {listed} as {message_id}",
     }
 
 

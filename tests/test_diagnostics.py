@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from schedlog.cli.common import run_batch
-from schedlog.diagnostics import EVENTS, failure_fields, instant_field, recovered_fields
+from schedlog.diagnostics import (
+    EVENTS,
+    failure_fields,
+    instant_field,
+    recovered_fields,
+    sent_fields,
+)
 from schedlog.eventlog.followups import Member
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,6 +26,7 @@ LEVELS = frozenset({"debug", "info", "warning", "error", "exception", "critical"
 HELPERS = {
     "recovered_fields": set(recovered_fields(Member("a", 0), "m")),
     "failure_fields": set(failure_fields("x", "y")),
+    "sent_fields": set(sent_fields("s", "m", [Member("a", 0)])),
 }
 
 

@@ -29,11 +29,11 @@ from schedlog.cli.common import (
 )
 from schedlog.cli.run_log import (
     configure_run_logging,
-    delivery_fields,
     start_fields,
     started_message,
     stopped_message,
 )
+from schedlog.diagnostics import sent_fields
 from schedlog.errors import StoreOpenError
 from schedlog.host.backends import Backend, open_store, select_backend
 from schedlog.host.config import Retention
@@ -223,19 +223,28 @@ async def run_host(
         nonlocal delivered
         delivered += 1
         log.info(
-            "delivery.sent",
-            **delivery_fields(message.session_id, message.message_id, message.members),
+            "delivery.sent", **sent_fields(message.session_id, message.message_id, message.members)
         )
 
     service.subscribe_deliveries(sent)
+    target = start_fields(service.core.next_target())
     fields: dict[str, Any] = {
         "store": str(store.path),
         "backend": select_backend(store_path, backend),
         "sessions": sessions_dir,
         "active": service.core.active_count(),
-        **start_fields(service.core.next_target()),
+        **target,
     }
-    log.info("host.started", message=started_message("host", fields), **fields)
+    log.info(
+        "host.started",
+        message=started_message("host", fields),
+        store=fields["store"],
+        backend=fields["backend"],
+        sessions=sessions_dir,
+        active=fields["active"],
+        nextTarget=target["nextTarget"],
+        nextTargetLocal=target["nextTargetLocal"],
+    )
     try:
         await stop.wait()
     finally:

@@ -25,11 +25,11 @@ from schedlog.cli.common import (
 )
 from schedlog.cli.run_log import (
     configure_run_logging,
-    delivery_fields,
     start_fields,
     started_message,
     stopped_message,
 )
+from schedlog.diagnostics import sent_fields
 from schedlog.rules.instants import parse_canonical_instant
 from schedlog.runtime.batch import BatchSession, delivery_json
 from schedlog.runtime.clock import SystemClock
@@ -111,10 +111,8 @@ async def run_live_session(
         nonlocal delivered
         delivered += 1
         write_json_line(delivery_json(message), out)
-        log.info(
-            "delivery.sent",
-            **delivery_fields(session.header.session_id, message.message_id, message.members),
-        )
+        session_id = session.header.session_id
+        log.info("delivery.sent", **sent_fields(session_id, message.message_id, message.members))
 
     session = FileSession(path, session_id=session_id, on_followup=show)
     engine = SessionEngine(session, session, clock)
@@ -145,13 +143,17 @@ async def _log_start(log: Any, session: FileSession, engine: SessionEngine) -> N
         session_id: object = session.header.session_id
     except (OSError, ValueError):  # an unreadable or corrupt log: its warning says why
         session_id = None
-    fields: dict[str, Any] = {
-        "log": session.path,
-        "sessionId": session_id,
-        "active": len(active),
-        **start_fields(min((t for t in targets if t is not None), default=None)),
-    }
-    log.info("session.started", message=started_message("session", fields), **fields)
+    target = start_fields(min((t for t in targets if t is not None), default=None))
+    fields: dict[str, Any] = {"log": session.path, "sessionId": session_id, "active": len(active)}
+    log.info(
+        "session.started",
+        message=started_message("session", {**fields, **target}),
+        log=session.path,
+        sessionId=session_id,
+        active=len(active),
+        nextTarget=target["nextTarget"],
+        nextTargetLocal=target["nextTargetLocal"],
+    )
 
 
 async def _serve_tools(

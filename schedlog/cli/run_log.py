@@ -28,13 +28,12 @@ from typing import Any, Final, Literal, TextIO
 __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
+    "MESSAGE_PREFIX",
     "HumanRenderer",
     "add_run_log_args",
     "configure_run_logging",
-    "delivery_fields",
     "local_text",
     "resolve_format",
-    "sent_message",
     "start_fields",
     "started_message",
     "stopped_message",
@@ -80,23 +79,12 @@ def local_text(instant_ms: int) -> str:
     return f"{local:%Y-%m-%d %H:%M:%S} {offset[:3]}:{offset[3:]}"
 
 
-def delivery_fields(session_id: str, message_id: str, members: Any) -> dict[str, Any]:
-    """The fields of ``delivery.sent``, with its ``message``: camelCase, canonical instants,
-    members in framing order. ``members`` are :class:`~schedlog.eventlog.followups.Member`s."""
-    from schedlog.rules.instants import format_instant
-
-    reminders = [{"id": m.id, "occurrenceAt": format_instant(m.occurrence_at)} for m in members]
-    fields: dict[str, Any] = {"sessionId": session_id, "messageId": message_id}
-    fields["reminders"] = reminders
-    return {"message": sent_message(fields), **fields}
-
-
 def start_fields(next_target: int | None) -> dict[str, Any]:
     """``nextTarget`` (canonical UTC, or None) and ``nextTargetLocal`` of a start event."""
     from schedlog.rules.instants import format_instant
 
     if next_target is None:
-        return {"nextTarget": None}
+        return {"nextTarget": None, "nextTargetLocal": None}
     return {"nextTarget": format_instant(next_target), "nextTargetLocal": local_text(next_target)}
 
 
@@ -123,23 +111,22 @@ def started_message(noun: Literal["host", "session"], fields: Mapping[str, Any])
     else:
         where = f"log {fields.get('log')}, session {fields.get('sessionId')}"
         active = _count(int(fields.get("active", 0)), "active reminder")
-    return f"{noun} run started: {where}, {active}, {_next(fields)}"
-
-
-def sent_message(fields: Mapping[str, Any]) -> str:
-    """One delivery: the session, each member's id and occurrence, the message id."""
-    reminders = fields.get("reminders") or []
-    members = ", ".join(f"{r.get('id')} at {r.get('occurrenceAt')}" for r in reminders)
-    return f"delivered to {fields.get('sessionId')}: {members} as {fields.get('messageId')}"
+    return f"schedule: {noun} run started: {where}, {active}, {_next(fields)}"
 
 
 def stopped_message(noun: Literal["host", "session"], delivered: int) -> str:
-    return f"{noun} run stopped: {_count(delivered, 'delivery', 'deliveries')}"
+    return f"schedule: {noun} run stopped: {_count(delivered, 'delivery', 'deliveries')}"
+
+
+#: The prefix every diagnostic ``message`` starts with (docs/diagnostics.md); on a terminal of
+#: this program it says nothing, so the human form leaves it out.
+MESSAGE_PREFIX: Final = "schedule: "
 
 
 class HumanRenderer:
-    """A structlog renderer: the local time of day, then the event's ``message`` (prefixed
-    ``warning:`` or ``error:`` for those levels), or its name and fields when it has none."""
+    """A structlog renderer: the local time of day, then the event's ``message`` without its
+    ``schedule: `` prefix (after ``warning:`` or ``error:`` for those levels), or the event's
+    name and fields when it has no message."""
 
     def __call__(self, _logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> str:
         fields = dict(event_dict)
@@ -149,6 +136,7 @@ class HumanRenderer:
         clock = datetime.now().astimezone().strftime("%H:%M:%S")
         message = fields.get("message", fields.get("text"))
         text = str(message) if message is not None else _plain(event, fields)
+        text = text.removeprefix(MESSAGE_PREFIX)
         if level in ("warning", "error", "critical"):
             text = f"{'error' if level == 'critical' else level}: {text}"
         return f"{clock} {text}"

@@ -29,12 +29,12 @@ from schedlog.cli.host_cmd import HostBatch
 from schedlog.cli.run_log import (
     HumanRenderer,
     configure_run_logging,
-    delivery_fields,
     local_text,
     resolve_format,
     started_message,
     stopped_message,
 )
+from schedlog.diagnostics import sent_fields
 from schedlog.eventlog.followups import Member
 from schedlog.rules.instants import format_instant, parse_canonical_instant
 from schedlog.runtime.clock import VirtualClock
@@ -80,23 +80,24 @@ def test_start_lines() -> None:
         "nextTargetLocal": "2026-05-04 09:30:00 +02:00",
     }
     assert started_message("host", host) == (
-        "host run started: store store.db (sqlite), sessions sessions/, 1 active task, "
+        "schedule: host run started: store store.db (sqlite), sessions sessions/, 1 active task, "
         "next target 2026-05-04T07:30:00.000Z (2026-05-04 09:30:00 +02:00 local)"
     )
     empty = {"store": "s.json", "backend": "json", "sessions": "d", "active": 0}
     assert started_message("host", {**empty, "nextTarget": None}) == (
-        "host run started: store s.json (json), sessions d, 0 active tasks, no target"
+        "schedule: host run started: store s.json (json), sessions d, 0 active tasks, no target"
     )
     session = {"log": "chat.jsonl", "sessionId": "chat", "active": 2, "nextTarget": "I"}
     assert started_message("session", session) == (
-        "session run started: log chat.jsonl, session chat, 2 active reminders, next target I"
+        "schedule: session run started: log chat.jsonl, session chat, 2 active reminders, "
+        "next target I"
     )
 
 
 def test_delivery_and_stop_lines() -> None:
-    fields = delivery_fields("s-1", "schedule-message-1", [Member("a", 0), Member("b", 60_000)])
+    fields = sent_fields("s-1", "schedule-message-1", [Member("a", 0), Member("b", 60_000)])
     assert fields == {
-        "message": "delivered to s-1: a at 1970-01-01T00:00:00.000Z, "
+        "message": "schedule: delivered to s-1: a at 1970-01-01T00:00:00.000Z, "
         "b at 1970-01-01T00:01:00.000Z as schedule-message-1",
         "sessionId": "s-1",
         "messageId": "schedule-message-1",
@@ -105,23 +106,27 @@ def test_delivery_and_stop_lines() -> None:
             {"id": "b", "occurrenceAt": "1970-01-01T00:01:00.000Z"},
         ],
     }
-    assert stopped_message("host", 1) == "host run stopped: 1 delivery"
-    assert stopped_message("session", 3) == "session run stopped: 3 deliveries"
+    assert stopped_message("host", 1) == "schedule: host run stopped: 1 delivery"
+    assert stopped_message("session", 3) == "schedule: session run stopped: 3 deliveries"
 
 
 @pytest.mark.parametrize(
     ("level", "fields", "expected"),
     [
-        ("info", {"message": "host run stopped: 1 delivery"}, "host run stopped: 1 delivery"),
+        (
+            "info",
+            {"message": "schedule: host run stopped: 1 delivery"},
+            "host run stopped: 1 delivery",
+        ),
         (
             "warning",
             {"message": "schedule: reminders [a] were not acknowledged: disk full"},
-            "warning: schedule: reminders [a] were not acknowledged: disk full",
+            "warning: reminders [a] were not acknowledged: disk full",
         ),
         (
             "error",
             {"text": "schedule: live owner faulted: x"},
-            "error: schedule: live owner faulted: x",
+            "error: live owner faulted: x",
         ),
         ("info", {"x": 1, "timestamp": "T"}, "odd.event x=1"),
     ],
