@@ -1,4 +1,5 @@
-"""Host task store at scale: per-operation cost and peak memory (issue 5, SPEC §11.2).
+"""Host task store at scale: per-operation cost and peak memory (issue 5,
+docs/protocol.md#store-sqlite).
 
 Usage::
 
@@ -11,9 +12,9 @@ For each backend and size:
    ``every`` reminders; random ``schedule-<uuid4>`` ids, 1000 sessions, a 120-character prompt,
    targets spread over the next year). The ``TaskStore`` API has no bulk insert (each task write
    is one transaction), so SQLite is filled by one ``executemany`` transaction straight into the
-   §11.2 schema of a store that :func:`open_store` initialized (so its indexes exist), and the JSON
-   document is written once with ``store_json.dumps_document``. ``ops`` of the tasks are one-shots
-   already due, for the delivery measurement.
+   docs/protocol.md#store-sqlite schema of a store that :func:`open_store` initialized (so its
+   indexes exist), and the JSON document is written once with ``store_json.dumps_document``. ``ops``
+   of the tasks are one-shots already due, for the delivery measurement.
 2. In a **fresh worker process**: :func:`open_store` (validates every task), build the service
    core :class:`HostCore` (the timer index over all active tasks), then time ``ops`` operations
    of each kind through the real code path, one call at a time:
@@ -87,9 +88,10 @@ HOUR_MS: Final = 3_600_000
 DAY_MS: Final = 24 * HOUR_MS
 POPULATE_NOTE: Final = (
     "pre-populated outside the TaskStore API (it has no bulk insert): SQLite by one executemany "
-    "transaction into the SPEC §11.2 schema of a store initialized by open_store; JSON by one "
-    "write of the §11.2 document (store_json.dumps_document). Timed operations go through "
-    "open_store + HostCore."
+    "transaction into the schema of a store initialized by open_store "
+    "(docs/protocol.md#store-sqlite); JSON by one write of the document "
+    "(store_json.dumps_document, docs/protocol.md#store-json). "
+    "Timed operations go through open_store + HostCore."
 )
 
 
@@ -103,7 +105,8 @@ def _due_positions(n: int, ops: int) -> set[int]:
 
 
 def task_rows(n: int, ops: int, now: int, seed: int) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """``(id, session_id, body)`` for N tasks in storage order (the §11.1 document as body)."""
+    """``(id, session_id, body)`` for N tasks in storage order (the docs/protocol.md#task-document
+    document as body)."""
     rng = random.Random(seed)
     due = _due_positions(n, ops)
     history = {"records": [], "earlierRecordsUnavailable": False}
@@ -155,7 +158,8 @@ def _rows_and_plan(
 
 
 def populate_sqlite(path: Path, n: int, ops: int, now: int) -> dict[str, list[str]]:
-    store = open_store(path, "sqlite")  # the §11.2 schema, WAL and the store's own indexes
+    # the schema (docs/protocol.md#store-sqlite), WAL and the store's own indexes
+    store = open_store(path, "sqlite")
     store.close()
     ids: dict[str, list[str]] = {}
     conn = sqlite3.connect(path, isolation_level=None)

@@ -1,6 +1,6 @@
 """One error tree for schedlog.
 
-Every error carries a stable ``code`` (the contract, SPEC §14) and a human ``message`` that
+Every error carries a stable ``code`` (the contract, docs/errors.md) and a human ``message`` that
 names the offending field. Callers branch on ``code``; messages are recommendations.
 
 Five exceptions stand outside the tree on purpose. None of them is ever an answer: each is
@@ -53,7 +53,7 @@ class ScheduleError(Exception):
         self.message = message
 
     def to_value(self) -> dict[str, str]:
-        """The ``{"code","message"}`` error value of SPEC §14."""
+        """The ``{"code","message"}`` error value of docs/errors.md."""
         return {"code": self.code, "message": self.message}
 
     def __repr__(self) -> str:
@@ -86,4 +86,5 @@ class CorruptScheduleError(ScheduleError, ValueError):
 
 
 class StoreOpenError(ScheduleError, OSError):
-    """A host store failed validation when opened (SPEC §11.3); the service is refused."""
+    """A host store failed validation when opened (docs/protocol.md#open-failures); the service is
+    refused."""

@@ -1,7 +1,8 @@
-"""The fixed framing texts of delivered reminders (SPEC §13).
+"""The fixed framing texts of delivered reminders (docs/protocol.md#framing).
 
-Prompts and ids are JSON-encoded (JavaScript-compatible, §2.5), which is what stops a prompt from
-forging extra framing lines. Lines are joined by ``\\n`` with no trailing newline.
+Prompts and ids are JSON-encoded (JavaScript-compatible, docs/protocol.md#json-output), which is
+what stops a prompt from forging extra framing lines. Lines are joined by ``\\n`` with no trailing
+newline.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class FramedReminder(NamedTuple):
 
 
 def single_framing(member: FramedReminder) -> str:
-    """The one-shot framing (§13.1); ``occurrence_at`` is the record's ``scheduledAt``."""
+    """The one-shot framing (docs/protocol.md#framing); ``occurrence_at`` is the record's
+    ``scheduledAt``."""
     return "\n".join(
         (
             SINGLE_HEADER,
@@ -48,7 +50,8 @@ def single_framing(member: FramedReminder) -> str:
 
 
 def batch_framing(members: Sequence[FramedReminder]) -> str:
-    """The recurring framing (§13.2), members in delivery order, even for a single member."""
+    """The recurring framing (docs/protocol.md#framing), members in delivery order, even for a
+    single member."""
     payload = [
         {
             "schedule_id": m.id,

@@ -1,6 +1,6 @@
-"""What the tool schemas of both protocols share (SPEC §10.5, §11.10): the annotated field
-types, the local ``at`` object, the delete result, and the rendering of a protocol's tool
-schemas as JSON Schema 2020-12 and as Markdown.
+"""What the tool schemas of both protocols share (docs/protocol.md#session-tools,
+docs/protocol.md#host-tools): the annotated field types, the local ``at`` object, the delete result,
+and the rendering of a protocol's tool schemas as JSON Schema 2020-12 and as Markdown.
 
 Each protocol declares its own Structs and descriptions (:mod:`schedlog.runtime.tool_schemas`,
 :mod:`schedlog.host.tool_schemas`) and passes them to :func:`build_tool_schemas`.
@@ -68,7 +68,7 @@ AtString = Annotated[
         )
     ),
 ]
-#: The input error codes both protocols' tools return (SPEC §14); each protocol adds its own.
+#: The input error codes both protocols' tools return (docs/errors.md); each protocol adds its own.
 InputErrorCode = Literal[
     "invalid_selector",
     "invalid_prompt",

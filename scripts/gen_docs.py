@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -89,8 +90,16 @@ def _synopsis(path: str, parser: argparse.ArgumentParser) -> str:
     return " ".join(words)
 
 
+_POINTER: Final = re.compile(r"(?<![\w/.-])docs/([\w-]+\.md(?:#[\w-]+)?)")
+
+
+def _linked(text: str) -> str:
+    """Help text with its ``docs/<page>.md#<anchor>`` pointers as links between pages."""
+    return _POINTER.sub(r"[\1](\1)", text)
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _linked(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _options_table(parser: argparse.ArgumentParser) -> list[str]:
@@ -123,7 +132,7 @@ def _anchor(path: str) -> str:
 def _command_sections(path: str, parser: argparse.ArgumentParser, level: int) -> list[str]:
     lines = [f"{'#' * level} `{path}` {{#{_anchor(path)}}}", ""]
     if parser.description:
-        lines += [parser.description, ""]
+        lines += [_linked(parser.description), ""]
     lines += ["```text", _synopsis(path, parser), "```", ""]
     lines += _options_table(parser)
     subs = list(_subcommands(parser))

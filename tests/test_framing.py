@@ -1,4 +1,4 @@
-"""SPEC §13: framing texts are fixed, JSON-escaped and have no trailing newline."""
+"""docs/protocol.md#framing: framing texts are fixed, JSON-escaped and have no trailing newline."""
 
 from schedlog.framing import FramedReminder, batch_framing, single_framing
 from schedlog.rules.instants import parse_canonical_instant

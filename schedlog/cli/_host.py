@@ -1,4 +1,5 @@
-"""The implementation of ``schedlog host`` and ``schedlog migrate`` (SPEC §15.4, §15.5, §16.5).
+"""The implementation of ``schedlog host`` and ``schedlog migrate`` (docs/protocol.md#batch-host,
+docs/protocol.md#batch-session, docs/operations.md#migration).
 
 :mod:`schedlog.cli.host_cmd` holds only the argparse wiring and imports this module when one of
 its commands runs.
@@ -156,7 +157,7 @@ class HostBatch:
         return table
 
     def serve(self, lines: Iterable[str], out: TextIO | None = None) -> None:
-        """Answer every request line (SPEC §15.1)."""
+        """Answer every request line (docs/protocol.md#batch)."""
         if self.open_error is not None:
             error = {"error": self.open_error.to_value()}
             for _line in lines:

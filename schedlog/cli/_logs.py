@@ -1,4 +1,4 @@
-"""The implementation of ``schedlog validate``, ``replay`` and ``repair`` (SPEC §16).
+"""The implementation of ``schedlog validate``, ``replay`` and ``repair`` (docs/cli.md#schedlog).
 
 :mod:`schedlog.cli.logs_cmd` holds only the argparse wiring and imports this module when one of
 its commands runs; it passes in the function that reads a log (``read_log``), so this module never
@@ -6,8 +6,8 @@ imports the command module back.
 
 These commands never deliver reminders. ``validate`` and ``replay`` only read; ``repair`` only
 truncates a torn tail, and never touches a log with a corrupt complete line. Output is the
-JSON Lines of SPEC §16 with ``--json`` or whenever stdout is not a terminal, and a human table
-on a terminal. Exit status: 0 success, 1 a checked file failed, 2 usage error.
+JSON Lines of docs/cli.md#schedlog with ``--json`` or whenever stdout is not a terminal, and a human
+table on a terminal. Exit status: 0 success, 1 a checked file failed, 2 usage error.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ __all__ = [
 #: More files than this and ``validate`` reports its progress on stderr.
 PROGRESS_THRESHOLD: Final = 20
 
-#: The ``--store`` hook: ``(path, backend or None) -> the SPEC §16.1 store report``
+#: The ``--store`` hook: ``(path, backend or None) -> the docs/cli.md#validate store report``
 #: (``{"path","kind":"store","ok","tasks","error"?}``). The host work supplies it through
 #: :func:`schedlog.cli.logs_cmd.register`; until then ``--store`` is a usage error.
 StoreValidator = Callable[[str, str | None], dict[str, Any]]
@@ -119,7 +119,7 @@ def _error_value(check: LogCheck) -> dict[str, Any]:
 
 
 def validate_report(check: LogCheck) -> dict[str, Any]:
-    """The SPEC §16.1 session-log report."""
+    """The docs/cli.md#validate session-log report."""
     contents = check.contents
     header = contents.header if contents is not None else None
     report: dict[str, Any] = {
@@ -174,7 +174,8 @@ def _human_failure(check: LogCheck) -> str:
 
 
 def parse_at(text: str) -> int:
-    """The ``--at`` request instant in epoch ms (SPEC §15.1); the one place it is parsed."""
+    """The ``--at`` request instant in epoch ms (docs/protocol.md#batch); the one place it is
+    parsed."""
     return parse_request_instant(text, "--at")
 
 
@@ -307,7 +308,8 @@ def cmd_replay(args: argparse.Namespace, read_log: LogReader) -> int:
 
 
 def replay_report(check: LogCheck, at: int | None) -> dict[str, Any]:
-    """The SPEC §16.2 output: the fold, with views at ``at`` when given, or ``{"error":…}``."""
+    """The docs/cli.md#replay output: the fold, with views at ``at`` when given, or
+    ``{"error":…}``."""
     if not check.ok:
         return {"error": _error_value(check)}
     assert check.state is not None and check.contents is not None

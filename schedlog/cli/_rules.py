@@ -1,4 +1,4 @@
-"""The implementation of ``schedlog rules`` (SPEC §15.2, §16.3).
+"""The implementation of ``schedlog rules`` (docs/protocol.md#batch-rules, docs/cli.md#rules-next).
 
 :mod:`schedlog.cli.rules_cmd` holds only the argparse wiring and imports this module when one of
 its commands runs.
@@ -51,7 +51,8 @@ __all__ = [
 
 
 def decode_any_record(value: object) -> Record:
-    """Host decoder when the record has a ``title`` key, legacy otherwise (SPEC §15.2 decide)."""
+    """Host decoder when the record has a ``title`` key, legacy otherwise
+    (docs/protocol.md#batch-rules decide)."""
     return record_from_json(value, "auto")
 
 

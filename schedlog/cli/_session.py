@@ -1,4 +1,4 @@
-"""The implementation of ``schedlog session`` (SPEC §15.3, §15.5).
+"""The implementation of ``schedlog session`` (docs/protocol.md#batch-session).
 
 :mod:`schedlog.cli.session_cmd` holds only the argparse wiring and imports this module when one
 of its commands runs, so other commands never pay for asyncio and the runtime.

@@ -1,4 +1,5 @@
-"""Shared pieces of the command line: request instants, the batch loop, output (SPEC §15.1)."""
+"""Shared pieces of the command line: request instants, the batch loop, output
+(docs/protocol.md#batch)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ _REQUEST_INSTANT: Final = re.compile(
 
 
 class InvalidRequest(Exception):
-    """A batch request line that cannot be processed at all (SPEC §14.4)."""
+    """A batch request line that cannot be processed at all (docs/errors.md#cli-code)."""
 
     code = "invalid_request"
 
@@ -41,7 +42,7 @@ class InvalidRequest(Exception):
 
 
 def parse_request_instant(value: object, field: str = "now") -> int:
-    """Epoch ms of a request instant (SPEC §15.1), with no range check.
+    """Epoch ms of a request instant (docs/protocol.md#batch), with no range check.
 
     Lenient on purpose, unlike stored instants: lower-case ``t``/``z``, 1-9 fraction digits
     (truncated to ms), ECMAScript expanded years and year 0000 are accepted, so out-of-range
@@ -73,7 +74,8 @@ def parse_request_instant(value: object, field: str = "now") -> int:
 
 
 def configure_diagnostics(stream: TextIO | None = None) -> None:
-    """Render structlog diagnostics as JSON lines on stderr, never on stdout (SPEC §15.1, §17)."""
+    """Render structlog diagnostics as JSON lines on stderr, never on stdout
+    (docs/protocol.md#batch, docs/diagnostics.md#events)."""
     import structlog  # only the commands that log need it
 
     structlog.configure(
@@ -157,7 +159,7 @@ def _bounded_lines(lines: Iterable[str]) -> Iterator[str]:
 
 
 def decode_request(text: str) -> dict[str, object]:
-    """One request line as a JSON object, else :class:`InvalidRequest` (SPEC §15.1)."""
+    """One request line as a JSON object, else :class:`InvalidRequest` (docs/protocol.md#batch)."""
     try:
         request = loads_strict(text.encode("utf-8", "surrogatepass"))
     except JSONSyntaxError as exc:

@@ -1,4 +1,5 @@
-"""``schedlog host``: the host protocol on the command line (SPEC §15.4, §15.5).
+"""``schedlog host``: the host protocol on the command line (docs/protocol.md#batch-host,
+docs/protocol.md#batch-session).
 
 * ``host batch``: JSON Lines requests on a virtual clock (every clock sample is the request's
   ``now``); deliveries happen only on ``tick``.
@@ -182,12 +183,15 @@ def register(sub: Any) -> None:
     host = sub.add_parser(
         "host",
         help="the host protocol: one task store for all sessions",
-        description="Run the host service (SPEC §11) over a task store and a sessions directory.",
+        description=(
+            "Run the host service (docs/protocol.md#host) over a task store and a sessions "
+            "directory."
+        ),
     )
     hsub = host.add_subparsers(dest="host_command", required=True, metavar="COMMAND")
     batch = hsub.add_parser(
         "batch",
-        help="answer JSON Lines host requests from stdin (SPEC §15.4)",
+        help="answer JSON Lines host requests from stdin (docs/protocol.md#batch-host)",
         description=(
             "One JSON request per stdin line, one JSON result per line, on a virtual clock; "
             "deliveries happen only on tick."
@@ -220,11 +224,13 @@ def register(sub: Any) -> None:
     history.add_argument("--id", required=True, help="the task id")
     history.add_argument("--limit", type=int, default=20, help="records per page (1-100)")
     history.add_argument("--before", help="page cursor: a messageId from nextBefore")
-    history.add_argument("--json", action="store_true", help="print the SPEC §11.9 page")
+    history.add_argument(
+        "--json", action="store_true", help="print the page as JSON (docs/protocol.md#history)"
+    )
     history.set_defaults(func=_cmd_history)
     migrate = sub.add_parser(
         "migrate",
-        help="recreate a log's legacy reminders as host tasks (SPEC §16.5)",
+        help="recreate a log's legacy reminders as host tasks (docs/operations.md#migration)",
         description="Fold the log's owned suffix and create a host task per active reminder.",
     )
     migrate.add_argument("--log", required=True, help="the session log (never modified)")

@@ -1,9 +1,10 @@
-"""``schedlog validate``, ``replay`` and ``repair``: offline checks of session logs (SPEC §16).
+"""``schedlog validate``, ``replay`` and ``repair``: offline checks of session logs
+(docs/cli.md#schedlog).
 
 These commands never deliver reminders. ``validate`` and ``replay`` only read; ``repair`` only
 truncates a torn tail, and never touches a log with a corrupt complete line. Output is the
-JSON Lines of SPEC §16 with ``--json`` or whenever stdout is not a terminal, and a human table
-on a terminal. Exit status: 0 success, 1 a checked file failed, 2 usage error.
+JSON Lines of docs/cli.md#schedlog with ``--json`` or whenever stdout is not a terminal, and a human
+table on a terminal. Exit status: 0 success, 1 a checked file failed, 2 usage error.
 
 Only the argparse wiring lives here: each command imports its implementation
 (:mod:`schedlog.cli._logs`) when it runs. The implementation's public names are still

@@ -1,4 +1,5 @@
-"""The ``schedlog`` command: a thin adapter over the library (SPEC §15, §16)."""
+"""The ``schedlog`` command: a thin adapter over the library (docs/protocol.md#batch,
+docs/cli.md#schedlog)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _tolerate_invalid_utf8(stream: object) -> None:
-    """Let a batch answer a request line of invalid UTF-8 with ``invalid_request`` (SPEC §15.1).
+    """Let a batch answer a request line of invalid UTF-8 with ``invalid_request``
+    (docs/protocol.md#batch).
 
     Under a UTF-8 locale Python decodes stdin strictly, so the first invalid byte would end the
     whole batch with a traceback. With ``surrogateescape`` the bytes survive as lone surrogates,

@@ -1,4 +1,5 @@
-"""``schedlog rules``: the pure rules layer on the command line (SPEC §15.2, §16.3).
+"""``schedlog rules``: the pure rules layer on the command line (docs/protocol.md#batch-rules,
+docs/cli.md#rules-next).
 
 Only the argparse wiring lives here: each command imports its implementation
 (:mod:`schedlog.cli._rules`) when it runs. ``RULES_OPS``, ``decode_any_record`` and
@@ -50,7 +51,7 @@ def register(sub: Any) -> None:
     rsub = rules.add_subparsers(dest="rules_command", required=True, metavar="COMMAND")
     batch = rsub.add_parser(
         "batch",
-        help="answer JSON Lines rule requests from stdin (SPEC §15.2)",
+        help="answer JSON Lines rule requests from stdin (docs/protocol.md#batch-rules)",
         description=(
             "Read one JSON request per stdin line and write one JSON result per line. Ops: "
             + ", ".join(OP_NAMES)
@@ -62,8 +63,9 @@ def register(sub: Any) -> None:
         help="list the upcoming targets of a rule",
         description=(
             "Explain a rule: the decision at --at and the next --count targets. Give a stored "
-            "record with --record JSON|@FILE (JSON output, SPEC §16.3), or describe a rule with "
-            "--cron/--daily/--weekly/--every and --time-zone for a readable listing."
+            "record with --record JSON|@FILE (JSON output {record, at, decision, upcoming}), or "
+            "describe a rule with --cron/--daily/--weekly/--every and --time-zone for a readable "
+            "listing."
         ),
     )
     nxt.add_argument("--record", help="a stored record as inline JSON, or @FILE")
@@ -76,5 +78,7 @@ def register(sub: Any) -> None:
     nxt.add_argument("--weekdays", help="ISO weekdays for --weekly, e.g. 1,3,5 (default 1-5)")
     nxt.add_argument("--every", type=int, metavar="SECONDS", help="a fixed interval")
     nxt.add_argument("--time-zone", help="IANA zone for --cron/--daily/--weekly (default UTC)")
-    nxt.add_argument("--json", action="store_true", help="print the SPEC §16.3 JSON object")
+    nxt.add_argument(
+        "--json", action="store_true", help="print the JSON object {record, at, decision, upcoming}"
+    )
     nxt.set_defaults(func=_cmd_next)

@@ -1,4 +1,5 @@
-"""``schedlog session``: the session-local engine on the command line (SPEC §15.3, §15.5).
+"""``schedlog session``: the session-local engine on the command line
+(docs/protocol.md#batch-session).
 
 ``session batch`` serves JSON requests on virtual time; ``session run`` runs the live owner on
 the real clock and prints each delivery as it happens.
@@ -47,7 +48,7 @@ def register(subparsers: Any) -> None:
     commands = session.add_subparsers(dest="session_command", required=True, metavar="COMMAND")
     batch = commands.add_parser(
         "batch",
-        help="answer JSON requests on stdin at virtual time (SPEC §15.3)",
+        help="answer JSON requests on stdin at virtual time (docs/protocol.md#batch-session)",
         description=(
             "Run the session-local protocol on one JSON Lines session log: one JSON request per "
             "stdin line, one JSON result per line on stdout."

@@ -1,4 +1,5 @@
-"""Session log files (SPEC §9): header, envelopes, strict decoding, reading, forks.
+"""Session log files (docs/protocol.md#session-log): header, envelopes, strict decoding, reading,
+forks.
 
 Appending, which the replay invariant guards, is :class:`schedlog.invariant.appender.LogAppender`.
 

@@ -99,7 +99,8 @@ def _is_utf8(raw: bytes) -> bool:
 
 
 def _is_followup(raw: bytes) -> bool:
-    """A ``message/followup`` in the shape writers emit (SPEC §9.5), no key given twice."""
+    """A ``message/followup`` in the shape writers emit (docs/protocol.md#followup-events), no key
+    given twice."""
     try:
         line = _decode_followup(raw)
     except Exception:  # any shape or syntax surprise: the reference decides

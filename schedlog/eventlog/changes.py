@@ -1,4 +1,4 @@
-"""The version-1 change union and its strict decoder (SPEC §10.1, §10.2).
+"""The version-1 change union and its strict decoder (docs/protocol.md#changes).
 
 Whether a dispatch should carry ``acceptedAt`` depends on the kind of its target, which only
 the fold knows; the decoder accepts both dispatch shapes.
@@ -98,10 +98,12 @@ def _record_path(exc: CorruptScheduleError) -> str:
 
 
 def decode_change(value: object) -> Change:
-    """Decode a ``schedule/change`` payload (SPEC §10.2), checks in the order listed there.
+    """Decode a ``schedule/change`` payload (docs/protocol.md#changes), checks in the order listed
+    there.
 
-    ``version`` 1.0 is accepted as 1 (SPEC §2.4). Raises :class:`CorruptLogError` with rule
-    ``change`` and the JSON path of the bad member relative to the payload (``$.schedule.id``).
+    ``version`` 1.0 is accepted as 1 (docs/protocol.md#json-numbers). Raises
+    :class:`CorruptLogError` with rule ``change`` and the JSON path of the bad member relative to
+    the payload (``$.schedule.id``).
     """
     change = _decode_plain(value)
     if change is not None:
@@ -115,7 +117,8 @@ def _decode_plain(value: object) -> Change | None:
     It accepts only what :func:`_decode_exact` accepts, and returns the same change; anything
     else (an integral float, a wrong type, a missing or extra key, a bad value) returns None
     and goes to the exact decoder, which gives the verdict and the diagnostic. It is at least
-    as strict as the exact path, check by check (SPEC §10.2, §6.1, §6.3):
+    as strict as the exact path, check by check (docs/protocol.md#changes, docs/protocol.md#records,
+    docs/protocol.md#record-decoders):
 
     * ``version`` is the ``int`` 1 (``1.0`` goes to the exact path, which accepts it);
     * the key set is exact: the count matches and every required key has a value of its type;
@@ -381,7 +384,8 @@ def _typed_create(record: _After | _At | _Every, colons: int) -> CreateChange | 
 
 
 def _decode_exact(value: object) -> Change:
-    """The decoder of SPEC §10.2 with its exact verdict and diagnostic for any value."""
+    """The decoder of docs/protocol.md#changes with its exact verdict and diagnostic for any
+    value."""
     if type(value) is not dict:
         raise _bad("schedule change must be a JSON object")
     if json_int(value.get("version")) != 1:

@@ -1,8 +1,10 @@
-"""Event envelopes: every line after the header is ``{"type":T,"data":D}`` (SPEC §9.1).
+"""Event envelopes: every line after the header is ``{"type":T,"data":D}``
+(docs/protocol.md#session-log).
 
 Only the envelope is checked here. Whether a ``schedule/change`` is a valid change is a
-schedule-level question answered by the fold, and only for the owned suffix (SPEC §9.3), so a
-fork can inherit a parent's bad schedule events without becoming corrupt itself.
+schedule-level question answered by the fold, and only for the owned suffix
+(docs/protocol.md#torn-tail), so a fork can inherit a parent's bad schedule events without becoming
+corrupt itself.
 """
 
 from __future__ import annotations
@@ -59,5 +61,6 @@ def event_from_value(value: object, *, raw: bytes = b"") -> LogEvent:
 
 
 def encode_line(value: Any) -> bytes:
-    """One log line: compact JavaScript-compatible JSON (SPEC §2.5) plus ``\\n``."""
+    """One log line: compact JavaScript-compatible JSON (docs/protocol.md#json-output) plus
+    ``\\n``."""
     return (js_dumps(value) + "\n").encode("utf-8")

@@ -1,4 +1,5 @@
-"""``message/followup`` events (SPEC §9.5) and delivery identity (SPEC §12.2, §12.3)."""
+"""``message/followup`` events (docs/protocol.md#followup-events) and delivery identity
+(docs/protocol.md#message-ids)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ _MEMBER_KEYS: Final = frozenset({"id", "occurrenceAt"})
 
 
 class Member(NamedTuple):
-    """One reminder occurrence (SPEC §12.1): the record id and the occurrence in epoch ms.
+    """One reminder occurrence (docs/protocol.md#message-ids): the record id and the occurrence in
+    epoch ms.
 
     A plain ``(id, occurrence_ms)`` tuple compares and hashes equal to it.
     """
@@ -64,7 +66,8 @@ def _member(member: Member | tuple[str, int | str]) -> Member:
 
 
 def message_id(session_id: str, members: Iterable[Member | tuple[str, int | str]]) -> str:
-    """``schedule-message-`` + the first 32 hex digits of SHA-256 of the compact key (§12.2).
+    """``schedule-message-`` + the first 32 hex digits of SHA-256 of the compact key
+    (docs/protocol.md#message-ids).
 
     ``members`` are in framing order; an occurrence is epoch ms or a canonical instant string.
     """
@@ -81,9 +84,11 @@ def build_followup(
     *,
     protocol: ProtocolName = "session-local",
 ) -> dict[str, Any]:
-    """The ``message/followup`` event for one delivery (SPEC §9.5), keys in SPEC order.
+    """The ``message/followup`` event for one delivery (docs/protocol.md#followup-events), keys in
+    documented order.
 
-    ``text`` is the full framing (SPEC §13); ``created_at`` is the decision clock sample (ms).
+    ``text`` is the full framing (docs/protocol.md#framing); ``created_at`` is the decision clock
+    sample (ms).
     """
     decoded = [_member(m) for m in members]
     return {
@@ -100,9 +105,11 @@ def build_followup(
 
 
 def parse_followup(data: object) -> Followup | None:
-    """The payload of a ``message/followup`` event when it has the SPEC §9.5 shape, else None.
+    """The payload of a ``message/followup`` event when it has the docs/protocol.md#followup-events
+    shape, else None.
 
-    Readers looking for earlier deliveries ignore events that are not well formed (§12.3).
+    Readers looking for earlier deliveries ignore events that are not well formed
+    (docs/protocol.md#message-ids).
     """
     if type(data) is not dict or data.keys() != _DATA_KEYS:
         return None
@@ -137,7 +144,8 @@ def parse_followup(data: object) -> Followup | None:
 
 
 def delivered_members(events: Sequence[LogEvent], *, seed_length: int = 0) -> dict[Member, str]:
-    """Members already delivered in the owned suffix -> the ``messageId`` holding them (§12.3).
+    """Members already delivered in the owned suffix -> the ``messageId`` holding them
+    (docs/protocol.md#message-ids).
 
     Only well-formed ``message/followup`` events at index >= ``seed_length`` count; the first
     event holding a member wins.

@@ -1,4 +1,4 @@
-"""Forking a session log (SPEC §9.2)."""
+"""Forking a session log (docs/protocol.md#events)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The session header, line 1 of every session log (SPEC §9.1)."""
+"""The session header, line 1 of every session log (docs/protocol.md#session-log)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class Header(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     parent_session_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The exact header object, keys in SPEC order."""
+        """The exact header object, keys in the documented order."""
         return {
             "type": HEADER_TYPE,
             "version": 1,
@@ -43,7 +43,8 @@ def _bad(message: str, key: str | None = None) -> CorruptLogError:
 def decode_header(value: object) -> Header:
     """Decode line 1 (already parsed JSON). Raises :class:`CorruptLogError` (rule ``header``).
 
-    Integral floats count as integers (SPEC §2.4): ``"version":1.0`` is version 1.
+    Integral floats count as integers (docs/protocol.md#json-numbers): ``"version":1.0`` is version
+    1.
     """
     if type(value) is not dict:
         raise _bad("session header must be a JSON object")

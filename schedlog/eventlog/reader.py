@@ -1,4 +1,5 @@
-"""Reading a session log one line at a time (SPEC §9.1, §9.3).
+"""Reading a session log one line at a time (docs/protocol.md#session-log,
+docs/protocol.md#torn-tail).
 
 The reader never modifies the file. It stops at the first corrupt complete line and reports it
 with the file, the 1-based line, the byte offset of the line and the JSON path of the bad
@@ -240,7 +241,8 @@ def _reference_line(raw: bytes, line_no: int) -> Header | LogEvent:
     ``message/followup`` is allowed, and the last value counts, as with ``JSON.parse``
     (docs/decisions.md, "Duplicate keys in event payloads").
     """
-    # A complete line ends with "\n"; a "\r" before it is JSON whitespace (SPEC §9.1).
+    # A complete line ends with "\n"; a "\r" before it is JSON whitespace
+    # (docs/protocol.md#session-log).
     body = raw[:-1]
     if not body:
         raise CorruptLogError("empty line", rule="empty_line")

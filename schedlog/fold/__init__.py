@@ -1,4 +1,5 @@
-"""The pure fold: session-log events in, active reminders out (SPEC §10.3, §10.4)."""
+"""The pure fold: session-log events in, active reminders out (docs/protocol.md#fold,
+docs/protocol.md#id-allocation)."""
 
 from schedlog.fold.ids import next_schedule_id
 from schedlog.fold.replay import apply_change, apply_event, fold, fold_changes

@@ -1,4 +1,4 @@
-"""Session-local id allocation (SPEC §10.4)."""
+"""Session-local id allocation (docs/protocol.md#id-allocation)."""
 
 from __future__ import annotations
 

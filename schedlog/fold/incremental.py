@@ -1,8 +1,8 @@
 """The fold of a growing event list, applied only to the events appended since the last look.
 
-Pure: no clock, no I/O. A live session log only grows (SPEC §9.1): its owner appends, and
-another writer's appends are read in by length (``FileSession``), so the fold of the first
-``count`` events stays the fold of the first ``count`` events. A log that was replaced,
+Pure: no clock, no I/O. A live session log only grows (docs/protocol.md#session-log): its owner
+appends, and another writer's appends are read in by length (``FileSession``), so the fold of the
+first ``count`` events stays the fold of the first ``count`` events. A log that was replaced,
 truncated or re-opened shows up here as another list or a shorter one, and is folded from the
 start.
 """

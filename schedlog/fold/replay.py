@@ -1,4 +1,4 @@
-"""The pure fold of a session's owned suffix (SPEC §10.3) and its live, one-change form.
+"""The pure fold of a session's owned suffix (docs/protocol.md#fold) and its live, one-change form.
 
 No clock, no I/O, no logging: every-dispatch decisions come from the rules layer
 (:func:`schedlog.rules.decide.decide`) at the ``acceptedAt`` recorded in the change.
@@ -26,7 +26,8 @@ def fold(events: Sequence[LogEvent], *, seed_length: object = 0) -> FoldState:
 
     ``seed_length`` must be a safe integer (an integral float counts) in ``[0, len(events)]``.
     Only ``schedule/change`` events are considered. Raises :class:`FoldError` (code
-    ``corrupt_schedule_log``) with the SPEC §10.3 message and the failing event's ``index``.
+    ``corrupt_schedule_log``) with the docs/protocol.md#fold message and the failing event's
+    ``index``.
     """
     start = _start(seed_length, len(events))
     owned = (

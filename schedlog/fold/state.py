@@ -1,4 +1,4 @@
-"""The folded schedule state of one session's owned suffix (SPEC §10.3)."""
+"""The folded schedule state of one session's owned suffix (docs/protocol.md#fold)."""
 
 from __future__ import annotations
 
@@ -53,5 +53,6 @@ class FoldState:
         return record_id in self._seen
 
     def to_json(self) -> dict[str, Any]:
-        """``{"active":[RECORD…],"seenIds":[…]}`` as in the batch ``fold`` result (SPEC §15.2)."""
+        """``{"active":[RECORD…],"seenIds":[…]}`` as in the batch ``fold`` result
+        (docs/protocol.md#batch-rules)."""
         return {"active": [r.to_json() for r in self.active], "seenIds": list(self.seen_ids)}

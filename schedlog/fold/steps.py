@@ -1,4 +1,4 @@
-"""One small step per change kind (SPEC §10.3 step 2), shared by the fold and the invariant.
+"""One small step per change kind (docs/protocol.md#fold), shared by the fold and the invariant.
 
 A step only *judges* a change against the current active set and seen ids and says what it
 does; applying the effect is the caller's business. Because the fold, live application and the
@@ -52,7 +52,8 @@ def _fail(message: str, rule: str, path: str) -> FoldError:
 
 
 def decode_event_change(event: LogEvent) -> Change:
-    """The change carried by a ``schedule/change`` event: exact envelope, then SPEC §10.2."""
+    """The change carried by a ``schedule/change`` event: exact envelope, then
+    docs/protocol.md#changes."""
     if not event.exact:
         raise _fail(
             "schedule/change event must have exactly the keys type and data", "envelope", "$"
@@ -66,7 +67,8 @@ def decode_event_change(event: LogEvent) -> Change:
 def plan(change: Change, active: Mapping[str, Record], seen: Container[str]) -> Effect:
     """Judge ``change`` against the active records (by id) and the seen ids.
 
-    Raises :class:`FoldError` with the SPEC §10.3 message; paths are relative to the event line.
+    Raises :class:`FoldError` with the docs/protocol.md#fold message; paths are relative to the
+    event line.
     """
     if isinstance(change, CreateChange):
         record = change.schedule

@@ -1,2 +1,2 @@
-"""The host protocol (SPEC §11): one task store for all sessions of a host, the delivery
-runtime, the tools and the remote operations."""
+"""The host protocol (docs/protocol.md#host): one task store for all sessions of a host, the
+delivery runtime, the tools and the remote operations."""

@@ -46,7 +46,8 @@ def _postgres_opener() -> Callable[[str], TaskStore]:
 
 
 def open_store(path: str | os.PathLike[str], backend: Backend | None = None) -> TaskStore:
-    """Lock, validate and open the store at ``path`` (SPEC §11.2, §11.3).
+    """Lock, validate and open the store at ``path`` (docs/protocol.md#store-sqlite,
+    docs/protocol.md#open-failures).
 
     Raises :class:`StoreOpenError` when validation fails (the files are untouched) or
     :class:`StoreLockedError` when another service holds the store.

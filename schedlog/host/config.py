@@ -1,4 +1,5 @@
-"""Host configuration (SPEC §11.14): delivery-history retention, validated at start-up."""
+"""Host configuration (docs/protocol.md#history): delivery-history retention, validated at
+start-up."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Delivery groups (SPEC §11.8 steps 1-2) and the commit of one member (step 3.7).
+"""Delivery groups (docs/protocol.md#host-delivery) and the commit of one member (step 3.7).
 
 Pure functions: no clock, no I/O. The service samples the clock and owns the FIFO.
 """
@@ -47,7 +47,8 @@ class Delivered(NamedTuple):
 
 
 def plan_groups(due: Sequence[StoredTask]) -> list[Group]:
-    """Walk the due set (storage order) into groups (§11.8 step 2). No one-shot priority."""
+    """Walk the due set (storage order) into groups (docs/protocol.md#host-delivery). No one-shot
+    priority."""
     ordered = sorted(due, key=lambda st: st.seq)
     recurring_by_session: dict[str, list[str]] = {}
     for st in ordered:
@@ -71,7 +72,8 @@ def plan_groups(due: Sequence[StoredTask]) -> list[Group]:
 
 def occurrence(task: Task, now: int) -> Decision:
     """The member's occurrence at decision time ``now``: a one-shot's own target, a recurring
-    rule's latest-due decision (§7.9), which is what makes catch-up deliver only the latest."""
+    rule's latest-due decision (docs/rules.md#catch-up), which is what makes catch-up deliver only
+    the latest."""
     if task.record.is_one_shot:
         return Decision(task.record.scheduled_at, None)
     return decide(task.record, now)
@@ -80,7 +82,8 @@ def occurrence(task: Task, now: int) -> Decision:
 def commit_member(
     task: Task, decision: Decision, message_id: str, delivered_at: int, retention: Retention
 ) -> Task:
-    """The task after its delivery commit (§11.8 step 3.7): target/status, receipt, history."""
+    """The task after its delivery commit (docs/protocol.md#host-delivery): target/status, receipt,
+    history."""
     record = task.record
     if record.is_one_shot:
         status = "inactive"

@@ -1,5 +1,6 @@
-"""Delivery history (SPEC §11.9): append with retention on the commit path, and identity-based
-paging for readers. Pure functions over :class:`~schedlog.host.task.Task`; reads never prune.
+"""Delivery history (docs/protocol.md#history): append with retention on the commit path, and
+identity-based paging for readers. Pure functions over :class:`~schedlog.host.task.Task`; reads
+never prune.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def prune(
 
 
 def append_delivery(task: Task, receipt: Receipt, prompt: str, retention: Retention) -> Task:
-    """The task after a delivery commit's history step (§11.9 "Append" 1-6).
+    """The task after a delivery commit's history step (docs/protocol.md#history "Append" 1-6).
 
     The appended record always survives pruning: it has the newest ``deliveredAt`` reference
     and is the last entry. ``lastDelivery`` becomes ``receipt``; both flags are written.
@@ -66,7 +67,8 @@ def check_limit(limit: object) -> int:
 def history_page(
     task: Task, limit: int, before: object, retention: Retention, *, has_before: bool
 ) -> dict[str, Any]:
-    """One page of ``task``'s effective history, newest first (§11.9 "Page" steps 3-5).
+    """One page of ``task``'s effective history, newest first (docs/protocol.md#history "Page" steps
+    3-5).
 
     ``limit`` is already checked (:func:`check_limit`). A non-string ``before`` raises
     ``invalid_rule``; an unknown one gives the ``delivery_cursor_not_found`` result.

@@ -1,5 +1,5 @@
-"""``schedlog migrate`` (SPEC §16.5): the explicit way to recreate legacy session-local
-reminders as host tasks. The session log is never modified."""
+"""``schedlog migrate`` (docs/operations.md#migration): the explicit way to recreate legacy
+session-local reminders as host tasks. The session log is never modified."""
 
 from __future__ import annotations
 

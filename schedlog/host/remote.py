@@ -1,8 +1,8 @@
-"""Remote operations for user interfaces (SPEC §11.11): ``catalog``, ``list``, ``history``,
-``update``, ``delete``. None of them activates a session or reads a session log.
+"""Remote operations for user interfaces (docs/protocol.md#remote): ``catalog``, ``list``,
+``history``, ``update``, ``delete``. None of them activates a session or reads a session log.
 
 Arguments are raw JSON objects. Ids and session ids are not format-checked: an unusual one is
-simply not found. Failures listed by the SPEC as raised (a bad history ``limit``, storage
+simply not found. Failures documented as raised (a bad history ``limit``, storage
 failures, cancellation, stopping) propagate; ``{code,message}`` update errors are returned.
 """
 
@@ -26,7 +26,8 @@ def _session(args: dict[str, Any]) -> str | None:
 
 
 async def call_remote(service: HostService, operation: str, args: dict[str, Any]) -> Any:
-    """Run remote ``operation`` with ``args``; returns its result value (§11.11)."""
+    """Run remote ``operation`` with ``args``; returns its result value
+    (docs/protocol.md#remote)."""
     if operation == "catalog":
         return service.catalog()
     session_id = _session(args)

@@ -1,4 +1,5 @@
-"""The host service (SPEC §11.4-§11.8, §11.12, §11.13).
+"""The host service (docs/concepts.md#host-service, docs/protocol.md#host-delivery,
+docs/protocol.md#host-archive, docs/protocol.md#legacy-events).
 
 Two layers:
 
@@ -207,7 +208,8 @@ class HostCore:
             return self.claims.active_count()
         return len(self._index)
 
-    # --- legacy session events (§11.13) ----------------------------------------------------
+    # --- legacy session events (docs/protocol.md#legacy-events)
+    # ----------------------------------------------------
 
     def touch_session(self, session_id: str) -> None:
         """Emit the legacy warnings the first time a session is opened in this host's life."""
@@ -250,7 +252,7 @@ class HostCore:
         return st.task
 
     def list_records(self, session_id: str) -> list[Record]:
-        """The session's active records, in storage order (§11.6)."""
+        """The session's active records, in storage order (docs/protocol.md#remote)."""
         return [st.task.record for st in self.store.session_tasks(session_id) if st.task.active]
 
     def catalog(self) -> list[dict[str, Any]]:
@@ -264,7 +266,8 @@ class HostCore:
     def history(
         self, session_id: str, task_id: object, limit: object, before: object = ABSENT
     ) -> dict[str, Any]:
-        """One history page (§11.9); raises ``invalid_rule`` for ``limit`` or ``before``."""
+        """One history page (docs/protocol.md#history); raises ``invalid_rule`` for ``limit`` or
+        ``before``."""
         n = check_limit(limit)
         task = self.find(session_id, task_id)
         if task is None:
@@ -320,7 +323,7 @@ class HostCore:
         title: object = ABSENT,
         prompt: object = ABSENT,
     ) -> UpdateResult:
-        """§11.7 service steps 2-6 (the caller has checked cancellation).
+        """docs/protocol.md#update service steps 2-6 (the caller has checked cancellation).
 
         On a shared store the steps run in one transaction: the task's row is locked when it
         is read and the write is a compare-and-set on its version, so the expected-state check
@@ -347,7 +350,8 @@ class HostCore:
         return result
 
     def delete(self, session_id: str, task_id: object) -> dict[str, Any]:
-        """Hard delete (§11.6): ``{"id","deleted":true}`` or ``schedule_not_found``."""
+        """Hard delete (docs/protocol.md#remote): ``{"id","deleted":true}`` or
+        ``schedule_not_found``."""
         task = self.find(session_id, task_id)
         if task is None or not self.store.delete(task.id):
             return {"id": task_id, "deleted": False, "code": "schedule_not_found"}
@@ -357,7 +361,8 @@ class HostCore:
         return {"id": task_id, "deleted": True}
 
     def archive_stop(self, session_id: str) -> list[str]:
-        """Delete every active task of the session, row by row (§11.12); inactive ones stay.
+        """Delete every active task of the session, row by row (docs/protocol.md#host-archive);
+        inactive ones stay.
 
         Every row is attempted; then notify, then the first failure is raised again.
         """
@@ -378,7 +383,8 @@ class HostCore:
             raise first_error
         return deleted
 
-    # --- delivery (§11.8 step 3) ---------------------------------------------------------------
+    # --- delivery (docs/protocol.md#host-delivery)
+    # ---------------------------------------------------------------
 
     def deliver_group(self, group: Group, now: Callable[[], int]) -> Delivered | None:
         """Deliver one group inside its FIFO slot. Returns the message sent, if any.
@@ -695,15 +701,17 @@ class HostService:
     # --- operations ------------------------------------------------------------------------
 
     async def create(self, session_id: str, args: object) -> Record:
-        """Create a task (§11.5); raises :class:`ScheduleInputError` for invalid input."""
+        """Create a task (docs/protocol.md#host-tools); raises :class:`ScheduleInputError` for
+        invalid input."""
         self._check_open()
         request = validate_host_create_args(args)  # parsed once; built from the typed request
         task_id = self.task_ids()
         now = self.clock.now_ms()  # before queueing: a create may already be due when it lands
         record = build_record(request, id=task_id, now=now)
         if type(session_id) is not str or not session_id:
-            # A task's sessionId must be a non-empty string (§11.1): writing one that is not
-            # would leave a task that refuses the whole store at the next open.
+            # A task's sessionId must be a non-empty string (docs/protocol.md#task-document):
+            # writing one that is not would leave a task that refuses the whole store at the next
+            # open.
             raise ScheduleError("internal_error", MSG_SESSION_ID)
         task = new_task(session_id, record)
         await self._insert(task)
@@ -719,7 +727,8 @@ class HostService:
         title: object = ABSENT,
         prompt: object = ABSENT,
     ) -> UpdateResult:
-        """Update with compare-and-set (§11.7); ``now`` is sampled inside the FIFO slot."""
+        """Update with compare-and-set (docs/protocol.md#update); ``now`` is sampled inside the FIFO
+        slot."""
         return await self._submit(
             lambda: self.core.update(
                 session_id,
@@ -836,7 +845,8 @@ class HostService:
         )
 
     async def drive(self, excluded: Iterable[str] = ()) -> tuple[list[Delivered], set[str]]:
-        """One drive pass (§11.8 "Drive"): the groups due now, each in its own FIFO slot.
+        """One drive pass (docs/protocol.md#host-delivery "Drive"): the groups due now, each in its
+        own FIFO slot.
 
         Returns the messages sent and the ids whose group failed with their target not after
         the failure time (left out of the timer for the rest of the pass).
@@ -866,8 +876,8 @@ class HostService:
         return sent, failed
 
     async def tick(self) -> list[Delivered]:
-        """A batch ``tick`` (§15.4): drive passes until nothing is due except tasks whose group
-        failed during this tick."""
+        """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except
+        tasks whose group failed during this tick."""
         failed: set[str] = set()
         sent: list[Delivered] = []
         while self.core.due(self.clock.now_ms(), self._excluded(failed)):

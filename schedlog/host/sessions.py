@@ -1,4 +1,5 @@
-"""Session resolution for the host (SPEC §11.8 step 3.1, §11.13, §15.4).
+"""Session resolution for the host (docs/protocol.md#host-delivery, docs/protocol.md#legacy-events,
+docs/protocol.md#batch-host).
 
 The service reaches sessions only through :class:`SessionController`. The standalone controller,
 :class:`SessionsDirectory`, maps session ``S`` to ``DIR/<enc(S)>.jsonl`` and creates the log on
@@ -70,8 +71,8 @@ class SessionController(Protocol):
 
 
 def encode_session_id(session_id: str) -> str:
-    """``enc(S)`` of §15.4: ``[A-Za-z0-9_.-]`` kept (except a leading ``.``), every other
-    UTF-8 byte written as ``%XX`` in upper-case hex."""
+    """``enc(S)`` of docs/protocol.md#batch-host: ``[A-Za-z0-9_.-]`` kept (except a leading ``.``),
+    every other UTF-8 byte written as ``%XX`` in upper-case hex."""
     out: list[str] = []
     for i, byte in enumerate(session_id.encode("utf-8", "surrogatepass")):
         if byte in _SAFE and not (i == 0 and byte == 0x2E):
@@ -82,7 +83,8 @@ def encode_session_id(session_id: str) -> str:
 
 
 class SessionsDirectory:
-    """The standalone controller of §15.4: one JSON Lines log per session in ``directory``.
+    """The standalone controller of docs/protocol.md#batch-host: one JSON Lines log per session in
+    ``directory``.
 
     Open logs are cached for the life of the controller; :meth:`close` closes them.
     """
@@ -108,7 +110,8 @@ class SessionsDirectory:
         if log is None or log.closed:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             # Only line-level validity: the host never folds a session's legacy schedule events
-            # to deliver into it; unreadable ones only earn a warning (SPEC §11.13).
+            # to deliver into it; unreadable ones only earn a warning
+            # (docs/protocol.md#legacy-events).
             log = LogAppender.open(
                 self.path_of(session_id), session_id=session_id, fold_schedule=False
             )

@@ -81,9 +81,9 @@ def decode_row(seq: int, key: str, session_id: str, body: str) -> StoredTask:
 def validate_sqlite(path: Path) -> int:
     """Validate an existing, non-empty SQLite store read-only; the number of tasks.
 
-    Order (§11.3): an SQLite database at all, the meta table and its rows, the version
-    (``user_version`` and ``unit.version``), the tasks table, then each row by ``seq``. Rows
-    are decoded one at a time and not kept, so validating a large store takes little memory.
+    Order (docs/protocol.md#open-failures): an SQLite database at all, the meta table and its rows,
+    the version (``user_version`` and ``unit.version``), the tasks table, then each row by ``seq``.
+    Rows are decoded one at a time and not kept, so validating a large store takes little memory.
     """
     try:
         conn = sqlite3.connect(_read_only_uri(path), uri=True)

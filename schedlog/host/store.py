@@ -1,4 +1,5 @@
-"""The host task store interface (SPEC §11.2, §11.3) and the store lock.
+"""The host task store interface (docs/protocol.md#store-sqlite, docs/protocol.md#open-failures) and
+the store lock.
 
 A leaf: the backends import it, it imports no backend. Choosing and opening a backend is
 :mod:`schedlog.host.backends`.

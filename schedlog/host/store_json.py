@@ -1,4 +1,5 @@
-"""The JSON document backend, byte-compatible with the upstream ``schedule.json`` (SPEC §11.2).
+"""The JSON document backend, byte-compatible with the upstream ``schedule.json``
+(docs/protocol.md#store-json).
 
 The whole document lives in memory and every task write replaces the file atomically: a
 temporary file in the same directory, ``fsync``, rename over the original, ``fsync`` of the
@@ -36,8 +37,8 @@ def _malformed(message: str) -> StoreOpenError:
 def validate_document(data: bytes) -> list[tuple[str, Task]]:
     """The tasks of a ``schedule.json`` document, in storage order, or :class:`StoreOpenError`.
 
-    Checks run in the order of §11.3: syntax, top level and ``unit``, version, ``tables``,
-    then each task.
+    Checks run in the order of docs/protocol.md#open-failures: syntax, top level and ``unit``,
+    version, ``tables``, then each task.
     """
     try:
         doc = loads_strict(data)

@@ -1,4 +1,4 @@
-"""The SQLite backend, the embedded default (SPEC §11.2).
+"""The SQLite backend, the embedded default (docs/protocol.md#store-sqlite).
 
 Validation runs on a separate read-only connection (``immutable=1`` unless a write-ahead log is
 present) so that a refused file is never modified and never gets ``-wal``/``-shm`` companions.
@@ -32,9 +32,9 @@ CREATE TABLE tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQ
 INSERT INTO schedlog_meta (key, value) VALUES ('unit.name', 'schedule'), ('unit.version', '1');
 PRAGMA user_version = 1;
 """
-# Optional indexes (§11.2 allows them): tasks of a session. (Stores made before issue 10 also
-# have an expression index on active targets, tasks_active_target; nothing reads it any more,
-# and it is left alone: opening a store never drops what it holds.)
+# Optional indexes (docs/protocol.md#store-sqlite allows them): tasks of a session. (Stores made
+# before issue 10 also have an expression index on active targets, tasks_active_target; nothing
+# reads it any more, and it is left alone: opening a store never drops what it holds.)
 INDEXES: Final = """
 CREATE INDEX IF NOT EXISTS tasks_by_session ON tasks (session_id, seq);
 """
@@ -66,8 +66,8 @@ def _malformed(message: str) -> StoreOpenError:
 def _storable(key: str) -> bool:
     """Whether SQLite text can hold ``key``: not when it has a lone surrogate (no UTF-8 form).
 
-    Such a key can never have been written here, so a lookup by it finds nothing (SPEC §11.11:
-    an unusual id is simply not found) instead of failing in the driver.
+    Such a key can never have been written here, so a lookup by it finds nothing
+    (docs/protocol.md#remote: an unusual id is simply not found) instead of failing in the driver.
     """
     try:
         key.encode("utf-8")

@@ -1,5 +1,5 @@
-"""Host tasks (SPEC §11.1): the strict task decoder, the canonical writing order, receipts and
-the effective delivery history of tasks saved without one.
+"""Host tasks (docs/protocol.md#task-document): the strict task decoder, the canonical writing
+order, receipts and the effective delivery history of tasks saved without one.
 
 A task is immutable; every write builds a new one. Instants are epoch ms inside and canonical
 strings only at the JSON boundary.
@@ -46,7 +46,8 @@ _HISTORY_KEYS: Final = frozenset({"records", "earlierRecordsUnavailable", "earli
 
 
 class InvalidTaskError(CorruptScheduleError):
-    """A stored task that fails §11.1; opening the store refuses with ``invalid-record``."""
+    """A stored task that fails docs/protocol.md#task-document; opening the store refuses with
+    ``invalid-record``."""
 
 
 class Receipt(msgspec.Struct, frozen=True, kw_only=True):
@@ -139,12 +140,13 @@ TaskIdSource = Callable[[], str]
 
 
 def new_task_id() -> str:
-    """``schedule-`` + a lower-case random UUID version 4 (§11.1)."""
+    """``schedule-`` + a lower-case random UUID version 4 (docs/protocol.md#task-document)."""
     return f"schedule-{uuid.uuid4()}"
 
 
 def new_task(session_id: str, record: Record) -> Task:
-    """A task as first written: active, with an empty, complete history (§11.1 "Writing")."""
+    """A task as first written: active, with an empty, complete history
+    (docs/protocol.md#task-document "Writing")."""
     return Task(session_id=session_id, record=record, status="active", history=History())
 
 
@@ -180,7 +182,8 @@ def encode_task(task: Task) -> dict[str, Any]:
 
 
 def catalog_entry(task: Task) -> dict[str, Any]:
-    """A catalog entry (§11.6): record keys, then sessionId, status and lastDelivery if any."""
+    """A catalog entry (docs/protocol.md#remote): record keys, then sessionId, status and
+    lastDelivery if any."""
     out = task.record.to_json()
     out["sessionId"] = task.session_id
     out["status"] = task.effective_status
@@ -273,8 +276,9 @@ def _history(value: object) -> History:
 
 
 def decode_task(key: str, value: object) -> Task:
-    """Decode the task stored under ``key`` (SPEC §11.1), or raise :class:`InvalidTaskError`
-    naming the failing member. Numbers come back in integer form, records in canonical order.
+    """Decode the task stored under ``key`` (docs/protocol.md#task-document), or raise
+    :class:`InvalidTaskError` naming the failing member. Numbers come back in integer form, records
+    in canonical order.
     """
     if not isinstance(value, dict):
         raise _fail("schedule task must be an object")

@@ -1,4 +1,4 @@
-"""The four host tools bound to the calling session (SPEC §11.10).
+"""The four host tools bound to the calling session (docs/protocol.md#host-tools).
 
 Every tool returns a value: a view, a list of views, a result, or an error value
 ``{"code","message"}``. Storage failures, disposal and unexpected exceptions are

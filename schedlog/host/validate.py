@@ -1,8 +1,9 @@
-"""``schedlog validate --store``: check a host task store without modifying it (SPEC §16.1).
+"""``schedlog validate --store``: check a host task store without modifying it
+(docs/cli.md#validate).
 
 The report is ``{"path":P,"kind":"store","ok":B,"tasks":N,"error":{"code","message"}?}`` where
-the error code is an open failure of §11.3 (``malformed-medium``, ``version-mismatch``,
-``invalid-record``) and ``tasks`` is ``null`` when the store failed.
+the error code is an open failure of docs/protocol.md#open-failures (``malformed-medium``,
+``version-mismatch``, ``invalid-record``) and ``tasks`` is ``null`` when the store failed.
 
 Nothing is created, written or locked:
 
@@ -46,7 +47,8 @@ def _validate_json(path: Path) -> int:
 
 
 def validate_store(path: str | os.PathLike[str], backend: Backend | None = None) -> int:
-    """The number of tasks in the store at ``path``, or :class:`StoreOpenError` (§11.3).
+    """The number of tasks in the store at ``path``, or :class:`StoreOpenError`
+    (docs/protocol.md#open-failures).
 
     Never modifies, creates or locks any file.
     """
@@ -95,7 +97,8 @@ def _postgres_report(url: str) -> dict[str, Any]:
 
 
 def validate_store_report(path: str, backend: str | None) -> dict[str, Any]:
-    """The SPEC §16.1 store report; the ``validate --store`` hook of :mod:`schedlog.cli`."""
+    """The docs/cli.md#validate store report; the ``validate --store`` hook of
+    :mod:`schedlog.cli`."""
     if backend not in (None, "sqlite", "json", "postgresql"):
         raise ValueError(f"unknown store backend {backend!r}")
     chosen: Backend | None = (

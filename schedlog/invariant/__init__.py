@@ -1,4 +1,4 @@
-"""The replay invariant guarding every ``schedule/change`` append (SPEC §10.3)."""
+"""The replay invariant guarding every ``schedule/change`` append (docs/protocol.md#fold)."""
 
 from schedlog.invariant.checker import InvariantError, check
 from schedlog.invariant.logs import locate_fold_error, validate_log

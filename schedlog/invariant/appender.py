@@ -1,4 +1,5 @@
-"""The session log appender: the concrete JSON Lines log (SPEC §9.1, §9.3, §9.6).
+"""The session log appender: the concrete JSON Lines log (docs/protocol.md#session-log,
+docs/protocol.md#torn-tail, docs/protocol.md#durability).
 
 Opening for append validates the whole log (every complete line, and by default the fold of
 its owned suffix), truncates a torn tail (logged), and writes the header of a new log. Lines are
@@ -56,7 +57,8 @@ class LogAppender:
     * ``schedule_folded``: False when opened with ``fold_schedule=False``: the schedule state is
       unknown, so ``schedule/change`` appends are refused;
     * ``event_count``: the number of events (the next append gets this index);
-    * ``delivered``: members already delivered in the owned suffix -> messageId (SPEC §12.3);
+    * ``delivered``: members already delivered in the owned suffix -> messageId
+    (docs/protocol.md#message-ids);
     * ``events_at_open``: the events read when the log was opened (the header excluded).
     """
 
@@ -106,8 +108,9 @@ class LogAppender:
 
         ``fold_schedule=False`` checks only line-level validity (the header, JSON, event
         envelopes), so a log whose owned ``schedule/change`` events do not fold still opens: the
-        host delivering follow-ups into a session with unreadable legacy events (SPEC §11.13).
-        A corrupt complete line is still refused (SPEC §9.3, §12.4). Such a log has an empty
+        host delivering follow-ups into a session with unreadable legacy events
+        (docs/protocol.md#legacy-events). A corrupt complete line is still refused
+        (docs/protocol.md#torn-tail, docs/concepts.md#delivery-guarantees). Such a log has an empty
         ``state`` and refuses ``schedule/change`` appends, since no invariant can be checked.
         """
         name = os.fspath(path)

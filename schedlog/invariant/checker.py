@@ -1,4 +1,5 @@
-"""The replay invariant (SPEC §10.3): a candidate append must keep the owned suffix foldable.
+"""The replay invariant (docs/protocol.md#fold): a candidate append must keep the owned suffix
+foldable.
 
 ``check`` judges one candidate against the current :class:`~schedlog.fold.FoldState` through
 the same step the fold uses, so it accepts exactly when ``fold(suffix + [candidate])`` would

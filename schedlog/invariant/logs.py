@@ -1,4 +1,5 @@
-"""Whole-log validation: a readable log whose owned suffix folds (SPEC §9.3, §10.3).
+"""Whole-log validation: a readable log whose owned suffix folds (docs/protocol.md#torn-tail,
+docs/protocol.md#fold).
 
 Used when a log is opened for append, adopted, validated or replayed. Errors are located:
 file, 1-based line, byte offset of that line and the JSON path within it.

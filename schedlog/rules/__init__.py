@@ -1,4 +1,5 @@
-"""The pure rules layer: instants, zones, `at` input, rule arithmetic and cron (SPEC §2–§8).
+"""The pure rules layer: instants, zones, `at` input, rule arithmetic and cron
+(docs/protocol.md#text-and-json–docs/rules.md#cron).
 
 Nothing here reads the wall clock or does I/O beyond loading the bundled zone data. Every
 function takes its clock sample (``now``) and decision time as epoch-ms integers.

@@ -139,7 +139,7 @@ class PosixRule:
     ``kind`` is ``"J"`` (``number`` is a Julian day 1..365, February 29 never counted), ``"n"``
     (``number`` is a zero-based day 0..365, February 29 counted) or ``"M"`` (``number`` is the
     month; ``week`` 1..5, where 5 means the last; ``weekday`` with Sunday = 0). The time may be
-    negative or exceed 24 hours (RFC 8536 §3.3.1).
+    negative or exceed 24 hours (RFC 8536 docs/rules.md#instants.1).
     """
 
     kind: str
@@ -184,7 +184,8 @@ _HMS_PARTS: Final = re.compile(r"([+\-]?)([0-9]+)(?::([0-9]+)(?::([0-9]+))?)?", 
 
 
 def parse_posix_tz(text: str) -> PosixTz:
-    """Parse a TZ footer such as ``<-02>2<-01>,M3.5.0/-1,M10.5.0/0`` (RFC 8536 §3.3).
+    """Parse a TZ footer such as ``<-02>2<-01>,M3.5.0/-1,M10.5.0/0`` (RFC 8536
+    docs/rules.md#instants).
 
     A DST name without transition rules has no defined meaning in RFC 8536 and is rejected.
     """
@@ -279,9 +280,9 @@ def offset_table(data: TzifData) -> tuple[list[int], list[int]]:
     ``offsets[i]`` is in effect from ``transitions[i - 1]`` (inclusive) up to ``transitions[i]``;
     ``offsets[0]`` before the first. Only changes of offset are kept, and only those strictly
     inside (MIN, MAX], so an instant outside [MIN, MAX] gets the offset of the nearer bound.
-    Before the first transition of the file, time type 0 applies (RFC 8536 §3.2). After the
-    last, the footer rule's changes follow; RFC 8536 requires the footer to agree with the last
-    transition, and if it did not, the last type would hold until the rule's next change.
+    Before the first transition of the file, time type 0 applies (RFC 8536 docs/rules.md#instants).
+    After the last, the footer rule's changes follow; RFC 8536 requires the footer to agree with the
+    last transition, and if it did not, the last type would hold until the rule's next change.
     """
     transitions: list[int] = []
     offsets = [data.utoffs[0] * 1000]

@@ -1,4 +1,5 @@
-"""Absolute ``at`` input (SPEC §5) and the local time-of-day grammar shared with daily/weekly.
+"""Absolute ``at`` input (docs/rules.md#at) and the local time-of-day grammar shared with
+daily/weekly.
 
 An ``at`` selector is an RFC 3339 string with an explicit offset, or a local object
 ``{"date","time","time_zone"}`` resolved in that zone. Only the resulting UTC instant (epoch ms)
@@ -94,7 +95,7 @@ def parse_local_time(text: object) -> int | None:
     """Milliseconds of the day for ``HH:MM:SS`` with an optional 1-3 digit fraction, else None.
 
     Two-digit fields, hour 00-23, minute and second 00-59 (no ``24:00``, no leap second), ASCII
-    digits only, nothing before or after (SPEC §5.2 step 2, §7.5).
+    digits only, nothing before or after (docs/rules.md#at-local, docs/rules.md#daily-weekly).
     """
     if type(text) is not str:
         return None
@@ -125,13 +126,13 @@ def normalize_time(text: object) -> str | None:
 
 
 def check_range(instant: int, now: int) -> None:
-    """SPEC §5.3 steps 1-2: the instant and the clock sample must both be representable."""
+    """docs/rules.md#at-range: the instant and the clock sample must both be representable."""
     if not MIN_MS <= instant <= MAX_MS or not is_representable(now):
         raise ScheduleInputError("time_out_of_range", MSG_OUT_OF_RANGE)
 
 
 def check_future(instant: int, now: int) -> None:
-    """SPEC §5.3 step 3: an instant equal to ``now`` is not in the future."""
+    """docs/rules.md#at-range: an instant equal to ``now`` is not in the future."""
     if instant <= now:
         raise ScheduleInputError("not_future", MSG_NOT_FUTURE)
 
@@ -175,11 +176,11 @@ def _parse_local(obj: dict[object, object]) -> int:
 
 
 def parse_at_instant(value: object, now: int) -> int:
-    """Parse an ``at`` selector with every check of SPEC §5 except the future check.
+    """Parse an ``at`` selector with every check of docs/rules.md#at except the future check.
 
-    Runs the shape, reality, offset, zone and gap checks, then §5.3 steps 1-2 (the instant and
-    ``now`` representable). Equivalent ``at`` updates (§11.7) stop here; creation continues
-    with :func:`check_future`. Returns epoch ms (UTC).
+    Runs the shape, reality, offset, zone and gap checks, then docs/rules.md#at-range (the instant
+    and ``now`` representable). Equivalent ``at`` updates (docs/protocol.md#update) stop here;
+    creation continues with :func:`check_future`. Returns epoch ms (UTC).
     """
     if type(value) is str:
         instant = _parse_string(value)
@@ -192,10 +193,12 @@ def parse_at_instant(value: object, now: int) -> int:
 
 
 def parse_at(value: object, now: int) -> int:
-    """The UTC instant (epoch ms) of an ``at`` selector that is strictly after ``now`` (SPEC §5).
+    """The UTC instant (epoch ms) of an ``at`` selector that is strictly after ``now``
+    (docs/rules.md#at).
 
     Raises :class:`ScheduleInputError` with ``invalid_rule``, ``invalid_time_zone``,
-    ``time_out_of_range`` or ``not_future``, in the check order of §5.1-§5.3.
+    ``time_out_of_range`` or ``not_future``, in the check order of
+    docs/rules.md#at-string, docs/rules.md#at-range.
     """
     instant = parse_at_instant(value, now)
     check_future(instant, now)

@@ -1,7 +1,8 @@
-"""Daily and weekly wall-clock rules: input (SPEC §7.5), next target (§7.6), latest-due (§7.7).
+"""Daily and weekly wall-clock rules: input (docs/rules.md#daily-weekly), next target
+(docs/rules.md#daily-weekly), latest-due (docs/rules.md#daily-weekly).
 
 Local dates are plain day numbers (days since 1970-01-01), never ``datetime.date``: the local
-date of a representable instant can be 0000-12-31 or 10000-01-01 (§3.3).
+date of a representable instant can be 0000-12-31 or 10000-01-01 (docs/rules.md#instants).
 
 DST policy, applied when a date is resolved with the rule's time: a nonexistent local time
 skips that date; a repeated local time fires once, at the earlier instant.
@@ -55,7 +56,7 @@ class CalendarRule(NamedTuple):
     kind: Literal["daily", "weekly"]
     time: str  #: normalized ``HH:MM:SS.mmm``
     time_ms: int  #: the same time as milliseconds of the day
-    time_zone: str  #: canonical zone name (SPEC §4.2)
+    time_zone: str  #: canonical zone name (docs/rules.md#zone-names)
     zone: Zone
     weekdays: tuple[int, ...] | None  #: weekly only: sorted ISO weekdays 1-7
 
@@ -79,7 +80,7 @@ def _parse_weekdays(value: object) -> tuple[int, ...]:
 
 
 def parse_calendar(kind: Literal["daily", "weekly"], value: object) -> CalendarRule:
-    """Validate a ``daily`` or ``weekly`` selector value (SPEC §7.5).
+    """Validate a ``daily`` or ``weekly`` selector value (docs/rules.md#daily-weekly).
 
     Check order: key set, ``time``, ``weekdays`` (weekly), then ``time_zone``; every
     ``invalid_rule`` comes before ``invalid_time_zone``. Weekdays are checked element by element
@@ -120,7 +121,8 @@ def calendar_next(
     floor: int,
     after_days: int | None = None,
 ) -> int | None:
-    """The first target strictly after ``floor`` (epoch ms), or None when exhausted (SPEC §7.6).
+    """The first target strictly after ``floor`` (epoch ms), or None when exhausted
+    (docs/rules.md#daily-weekly).
 
     ``weekdays`` is None for daily. When ``after_days`` (a local day number) is given, only
     local dates strictly after it are considered. Dates whose time falls in a gap are skipped;
@@ -148,7 +150,8 @@ def calendar_latest(
     at: int,
     target: int,
 ) -> int | None:
-    """The latest rule candidate <= ``at``, found by walking local dates backward (SPEC §7.7).
+    """The latest rule candidate <= ``at``, found by walking local dates backward
+    (docs/rules.md#daily-weekly).
 
     The walk starts at the UTC calendar date of ``at`` plus one day (zones ahead of UTC) and
     stops once it passes the local date of the committed ``target``: nothing earlier can beat

@@ -1,11 +1,12 @@
-"""The five-field cron dialect (SPEC §8): parsing, canonical form, date matching, next and latest.
+"""The five-field cron dialect (docs/rules.md#cron): parsing, canonical form, date matching, next
+and latest.
 
 Local dates are day numbers (days since 1970-01-01), never ``datetime.date``, because the local
-date of a representable instant can be 0000-12-31 or 10000-01-01 (SPEC §3.3).
+date of a representable instant can be 0000-12-31 or 10000-01-01 (docs/rules.md#instants).
 
-DST policy (SPEC §4.4), applied wherever a rule's local time is turned into an instant: a local
-time that does not exist (a gap) is skipped; a repeated local time (an overlap) fires once, at the
-earlier instant.
+DST policy (docs/rules.md#local-time), applied wherever a rule's local time is turned into an
+instant: a local time that does not exist (a gap) is skipped; a repeated local time (an overlap)
+fires once, at the earlier instant.
 
 Speed. A date's times are resolved together: when the zone's offset ``o`` is constant for a day
 on either side of the date, every local time ``L`` of the date has exactly one instant, ``L - o``,
@@ -45,7 +46,8 @@ __all__ = [
     "parse_cron",
 ]
 
-# --- Parsing (SPEC §8.2, §8.3) ----------------------------------------------------------------
+# --- Parsing (docs/rules.md#cron-grammar, docs/rules.md#cron-star)
+# ----------------------------------------------------------------
 
 MSG_NOT_STRING: Final = "cron.expression must be a non-empty trimmed string."
 MSG_FIELD_COUNT: Final = (
@@ -62,7 +64,8 @@ _FIELDS: Final = (
     ("day-of-week", 0, 7),
 )
 
-# `*`, `*/N`, `A`, `A-B`, `A-B/N` with ASCII digits only (SPEC §2.3); `A/N` is not a form.
+# `*`, `*/N`, `A`, `A-B`, `A-B/N` with ASCII digits only (docs/protocol.md#length); `A/N` is not a
+# form.
 _ELEMENT: Final = re.compile(r"\*(?:/([0-9]+))?|([0-9]+)(?:-([0-9]+)(?:/([0-9]+))?)?")
 
 # Any number of more than 16 significant digits exceeds every field range and 2**53 - 1; it is
@@ -80,7 +83,7 @@ def _fail(message: str) -> ScheduleInputError:
 
 
 def _parse_field(text: str, name: str, low: int, high: int) -> tuple[int, ...]:
-    """The sorted value set of one field; day-of-week folds 7 into 0 (SPEC §8.3)."""
+    """The sorted value set of one field; day-of-week folds 7 into 0 (docs/rules.md#cron-star)."""
     values: set[int] = set()
     for element in text.split(","):
         if not element:
@@ -121,10 +124,11 @@ def _parse_field(text: str, name: str, low: int, high: int) -> tuple[int, ...]:
 
 
 def parse_cron(expression: object) -> CronRule:
-    """Parse a cron expression (SPEC §8.2), raising ``ScheduleInputError("invalid_rule", …)``.
+    """Parse a cron expression (docs/rules.md#cron-grammar), raising
+    ``ScheduleInputError("invalid_rule", …)``.
 
-    Checks run in the order of SPEC §8.2 and the first failure is reported; field errors name
-    the field (``minute``, ``hour``, ``day-of-month``, ``month``, ``day-of-week``).
+    Checks run in the order of docs/rules.md#cron-grammar and the first failure is reported; field
+    errors name the field (``minute``, ``hour``, ``day-of-month``, ``month``, ``day-of-week``).
     """
     if not isinstance(expression, str):
         raise _fail(MSG_NOT_STRING)
@@ -158,11 +162,13 @@ def _parse_text(text: str) -> CronRule:
 
 
 def canonical_cron(expression: object) -> str:
-    """The canonical form of a cron expression (SPEC §8.4); raises like :func:`parse_cron`."""
+    """The canonical form of a cron expression (docs/rules.md#cron-canonical); raises like
+    :func:`parse_cron`."""
     return parse_cron(expression).canonical
 
 
-# --- Canonical form (SPEC §8.4) ---------------------------------------------------------------
+# --- Canonical form (docs/rules.md#cron-canonical)
+# ---------------------------------------------------------------
 
 
 def _enc(values: tuple[int, ...]) -> str:
@@ -226,11 +232,12 @@ class _WalkMemo:
 
 @dataclass(frozen=True, slots=True)
 class CronRule:
-    """A parsed cron rule: five sorted value sets and five star flags (SPEC §8.3).
+    """A parsed cron rule: five sorted value sets and five star flags (docs/rules.md#cron-star).
 
     ``days_of_week`` uses 0 for Sunday (7 is folded into 0). A field's star flag is set when
-    its raw text began with ``*``; it decides day matching (SPEC §8.5). ``canonical`` is the
-    canonical expression (SPEC §8.4). Equal rules have equal canonical forms and vice versa.
+    its raw text began with ``*``; it decides day matching (docs/rules.md#cron-star). ``canonical``
+    is the canonical expression (docs/rules.md#cron-canonical). Equal rules have equal canonical
+    forms and vice versa.
     """
 
     minutes: tuple[int, ...]
@@ -299,7 +306,8 @@ class CronRule:
         setter(self, "_walk", _WalkMemo())
 
     def matches_date(self, days: int) -> bool:
-        """Whether a local date (day number since 1970-01-01) is a firing date (SPEC §8.5)."""
+        """Whether a local date (day number since 1970-01-01) is a firing date
+        (docs/rules.md#cron-star)."""
         _, month, dom = civil_from_days(days)
         if not self._month_mask >> month & 1:
             return False
@@ -341,7 +349,7 @@ def _day_tables(dom_mask: int, dow_mask: int, day_or: bool) -> tuple[_DayTable, 
 
 
 def _day_holds(dom: int, dow: int, day_or: bool) -> bool:
-    """Both day fields restricted: dom OR dow; otherwise dom AND dow (SPEC §8.5)."""
+    """Both day fields restricted: dom OR dow; otherwise dom AND dow (docs/rules.md#cron-star)."""
     return bool(dom | dow) if day_or else bool(dom & dow)
 
 
@@ -414,7 +422,8 @@ def _last_on_date(times: tuple[int, ...], zone: Zone, midnight: int, ceiling: in
     return None
 
 
-# --- Next target and latest-due (SPEC §8.6, §8.7) ---------------------------------------------
+# --- Next target and latest-due (docs/rules.md#cron-next)
+# ---------------------------------------------
 
 _ERA_DAYS: Final = 146_097  # 400 Gregorian years
 _LAST_DAY: Final = days_from_civil(10000, 1, 1)
@@ -422,7 +431,8 @@ _FIRST_DAY: Final = days_from_civil(0, 12, 31)
 
 
 def cron_next(rule: CronRule, zone: Zone, floor: int) -> int | None:
-    """The first target strictly after ``floor`` (epoch ms), or None when exhausted (SPEC §8.6).
+    """The first target strictly after ``floor`` (epoch ms), or None when exhausted
+    (docs/rules.md#cron-next).
 
     Local dates are walked forward from the local date of ``floor``; a month outside the month
     set is jumped over whole. Nonexistent times are skipped, repeated ones resolve to the earlier
@@ -557,7 +567,7 @@ def _month_of(rule: CronRule, day: int) -> tuple[int, int, int, int]:
 
 
 def cron_latest(rule: CronRule, zone: Zone, at: int, target: int) -> int | None:
-    """The latest candidate c with MIN <= c <= ``at`` (epoch ms), or None (SPEC §8.7).
+    """The latest candidate c with MIN <= c <= ``at`` (epoch ms), or None (docs/rules.md#cron-next).
 
     Local dates are walked backward from the UTC date of ``at`` plus one day (zones ahead of
     UTC); a month outside the month set is jumped over whole. The walk never goes below the

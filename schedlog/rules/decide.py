@@ -1,10 +1,10 @@
-"""First targets and decisions for all six kinds (SPEC §7, §8.6, §8.7).
+"""First targets and decisions for all six kinds (docs/rules.md#catch-up, docs/rules.md#cron-next).
 
 A decision takes a record with committed target ``T = scheduled_at`` and a decision time ``D``
 (both epoch ms, UTC) and returns the occurrence being delivered now plus the next target, or
 None when the rule is exhausted. Recurring rules deliver only their latest due occurrence;
 missed ones are skipped. Daily, weekly and cron occurrences are pinned: a committed target
-later than the natural candidate is never moved backward (§7.7).
+later than the natural candidate is never moved backward (docs/rules.md#daily-weekly).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def cached_cron(expression: str) -> CronRule:
 
 
 def check_after_seconds(value: object) -> int:
-    """``after_seconds`` must be a positive safe integer (``invalid_rule``, SPEC §7.3)."""
+    """``after_seconds`` must be a positive safe integer (``invalid_rule``, docs/rules.md#after)."""
     n = json_int(value)
     if n is None or n < 1:
         raise ScheduleInputError("invalid_rule", MSG_AFTER_SECONDS)
@@ -79,7 +79,7 @@ def check_after_seconds(value: object) -> int:
 
 def check_every_seconds(value: object, minimum: int) -> int:
     """``every_seconds``: a safe integer (``invalid_rule``), at least ``minimum``
-    (``frequency_too_high``) (SPEC §7.4)."""
+    (``frequency_too_high``) (docs/rules.md#every)."""
     n = json_int(value)
     if n is None:
         raise ScheduleInputError("invalid_rule", MSG_EVERY_SECONDS)
@@ -89,8 +89,9 @@ def check_every_seconds(value: object, minimum: int) -> int:
 
 
 def offset_target(now: int, seconds: int) -> int:
-    """``now + seconds × 1000`` for an already checked interval (SPEC §7.3, §7.4), or
-    ``time_out_of_range`` when ``now`` or the target is not representable."""
+    """``now + seconds × 1000`` for an already checked interval (docs/rules.md#after,
+    docs/rules.md#every), or ``time_out_of_range`` when ``now`` or the target is not
+    representable."""
     if not is_representable(now):
         raise ScheduleInputError("time_out_of_range", MSG_OUT_OF_RANGE)
     target = now + seconds * 1000
@@ -100,12 +101,12 @@ def offset_target(now: int, seconds: int) -> int:
 
 
 def first_after(after_seconds: object, now: int) -> int:
-    """First target of an ``after`` rule: ``now + after_seconds × 1000`` (SPEC §7.3)."""
+    """First target of an ``after`` rule: ``now + after_seconds × 1000`` (docs/rules.md#after)."""
     return offset_target(now, check_after_seconds(after_seconds))
 
 
 def first_every(every_seconds: object, now: int, minimum: int) -> int:
-    """First target of an ``every`` rule, anchored at ``now`` (SPEC §7.4)."""
+    """First target of an ``every`` rule, anchored at ``now`` (docs/rules.md#every)."""
     return offset_target(now, check_every_seconds(every_seconds, minimum))
 
 
@@ -123,7 +124,7 @@ def _no_future(kind: str) -> ScheduleInputError:
 
 
 def first_calendar(rule: CalendarRule, now: int) -> int:
-    """First target of a daily or weekly rule: ``next(rule, now)`` (SPEC §7.6)."""
+    """First target of a daily or weekly rule: ``next(rule, now)`` (docs/rules.md#daily-weekly)."""
     _check_creation_now(rule.kind, now)
     target = calendar_next(rule.time_ms, rule.weekdays, rule.zone, now)
     if target is None:
@@ -132,7 +133,7 @@ def first_calendar(rule: CalendarRule, now: int) -> int:
 
 
 def first_cron(rule: CronRule, zone: Zone, now: int) -> int:
-    """First target of a cron rule: ``cronNext(rule, now)`` (SPEC §8.6)."""
+    """First target of a cron rule: ``cronNext(rule, now)`` (docs/rules.md#cron-next)."""
     _check_creation_now("cron", now)
     target = cron_next(rule, zone, now)
     if target is None:
@@ -193,7 +194,8 @@ def _decide_cron(record: Record, at: int) -> Decision:
 
 
 def decide(record: Record, at: int) -> Decision:
-    """Decide ``record`` at decision time ``at`` (epoch ms): SPEC §7.2 then §7.9.
+    """Decide ``record`` at decision time ``at`` (epoch ms): docs/rules.md#catch-up then
+    docs/rules.md#catch-up.
 
     Raises :class:`ScheduleInputError` ``time_out_of_range`` when ``at`` is not representable
     and ``invalid_rule`` when ``at`` precedes the committed target. A record whose rule fields
@@ -225,7 +227,7 @@ def target_after_target(record: Record) -> Callable[[int], int | None]:
     follows it, or None when the rule is exhausted (always None for ``after`` and ``at``).
 
     ``step(t)`` is ``decide(record with scheduledAt t, t).next_scheduled_at``: deciding exactly
-    at a target makes that target the occurrence (SPEC §7.9), so what follows it is
+    at a target makes that target the occurrence (docs/rules.md#catch-up), so what follows it is
     ``t + every`` for ``every`` (None past MAX), ``calendarNext`` from ``t``'s local day for
     ``daily`` and ``weekly``, and ``cronNext(t)`` for ``cron``. The rule's fields are checked
     once, here, with the errors of :func:`decide`; a ``t`` that is not representable goes

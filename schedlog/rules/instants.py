@@ -1,4 +1,4 @@
-"""Instants (epoch milliseconds) and the proleptic Gregorian calendar (SPEC §1.4, §3).
+"""Instants (epoch milliseconds) and the proleptic Gregorian calendar (docs/rules.md#instants).
 
 ``datetime`` cannot hold years 0 and 10000, which local dates of representable instants can
 reach, so civil-day arithmetic is done here on plain integers with 400-year eras.
@@ -73,12 +73,13 @@ def iso_weekday(days: int) -> int:
 
 
 def is_representable(ms: object) -> bool:
-    """An integer instant within [MIN, MAX] (SPEC §1.4)."""
+    """An integer instant within [MIN, MAX] (docs/rules.md#instants)."""
     return type(ms) is int and MIN_MS <= ms <= MAX_MS
 
 
 def format_instant(ms: int) -> str:
-    """The canonical ``YYYY-MM-DDTHH:MM:SS.mmmZ`` form (SPEC §3.1); ``ms`` must be representable."""
+    """The canonical ``YYYY-MM-DDTHH:MM:SS.mmmZ`` form (docs/rules.md#instants); ``ms`` must be
+    representable."""
     if not MIN_MS <= ms <= MAX_MS:
         raise ValueError(f"instant {ms} is outside 0001-01-01..9999-12-31")
     days, rem = divmod(ms, DAY_MS)
@@ -114,7 +115,8 @@ def format_instants(instants: Iterable[int]) -> list[str]:
     return out
 
 
-# Digits to "0": a canonical instant then reads exactly as this shape (SPEC §3.1, §2.3).
+# Digits to "0": a canonical instant then reads exactly as this shape (docs/rules.md#instants,
+# docs/protocol.md#length).
 _ZERO_DIGITS: Final = bytes.maketrans(b"123456789", b"000000000")
 _CANONICAL_SHAPE: Final = b"0000-00-00T00:00:00.000Z"
 _MIDNIGHTS_MAX: Final = 4096

@@ -1,4 +1,4 @@
-"""The reminder record shared by both protocols (SPEC §6.2).
+"""The reminder record shared by both protocols (docs/protocol.md#records).
 
 One frozen Struct holds every kind; which optional fields are set depends on ``kind``.
 Instants are epoch-ms integers inside and canonical strings only at the JSON boundary.
@@ -43,7 +43,7 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
         return self.kind in ONE_SHOT_KINDS
 
     def to_json(self) -> dict[str, Any]:
-        """The record as a JSON object, keys in the canonical order of SPEC §6.2."""
+        """The record as a JSON object, keys in the canonical order of docs/protocol.md#records."""
         out: dict[str, Any] = {"id": self.id, "kind": self.kind}
         if self.title is not None:
             out["title"] = self.title
@@ -65,7 +65,8 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
         return out
 
     def view(self, now: int, delivery_mode: str) -> dict[str, Any]:
-        """The record plus ``state`` and ``deliveryMode`` (SPEC §6.6) at clock sample ``now``."""
+        """The record plus ``state`` and ``deliveryMode`` (docs/protocol.md#views) at clock sample
+        ``now``."""
         out = self.to_json()
         out["state"] = "overdue" if now >= self.scheduled_at else "scheduled"
         out["deliveryMode"] = delivery_mode

@@ -1,8 +1,11 @@
-"""Record decoders (SPEC §6.1, §6.3-§6.5) and record construction from create arguments
-(§10.5 steps 1-4 and 8, §11.10 steps 1-6 with §11.5 step 4).
+"""Record decoders (docs/protocol.md#records,
+docs/protocol.md#record-decoders) and record construction from
+create arguments (docs/protocol.md#session-tools, docs/protocol.md#host-tools with
+docs/protocol.md#host-tools).
 
 Decoders are strict and never recompute anything: a stored ``scheduledAt`` is a committed
-target (§7.8) and a stored ``timeZone`` keeps its spelling. Every decoder failure is a
+target (docs/rules.md#committed-targets) and a stored ``timeZone`` keeps its spelling. Every decoder
+failure is a
 :class:`CorruptScheduleError` whose message names the field and whose ``field`` attribute is
 that field (``None`` when the record as a whole is wrong: not an object, wrong key set).
 Builders raise
@@ -55,7 +58,8 @@ __all__ = [
     "validate_session_create_args",
 ]
 
-#: Largest ``everySeconds`` whose interval in milliseconds is still a safe integer (§6.3).
+#: Largest ``everySeconds`` whose interval in milliseconds is still a safe integer
+# (docs/protocol.md#record-decoders).
 MAX_EVERY_SECONDS: Final = 9_007_199_254_740
 TITLE_MAX_UNITS: Final = 120
 
@@ -81,7 +85,7 @@ Selector = Literal["after_seconds", "at", "every_seconds", "daily", "weekly", "c
 
 # --- decoders --------------------------------------------------------------------------------
 
-#: The kind-specific keys of each record shape, in table order (§6.2).
+#: The kind-specific keys of each record shape, in table order (docs/protocol.md#records).
 _KIND_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "after": ("afterSeconds",),
     "at": (),
@@ -99,7 +103,8 @@ def _corrupt(field: str, requirement: str) -> CorruptScheduleError:
 
 
 def _stored_title(value: object) -> str:
-    """§6.1 stored-title rules: non-blank string, raw length <= 120 units, already trimmed."""
+    """docs/protocol.md#records stored-title rules: non-blank string, raw length <= 120 units,
+    already trimmed."""
     if type(value) is not str or is_blank(value):
         raise _corrupt("title", "is required and must be non-empty after trimming")
     if utf16_len(value) > TITLE_MAX_UNITS:
@@ -147,7 +152,7 @@ def _stored_expression(value: object) -> str:
 
 
 def _decode(value: object, *, host: bool) -> Record:
-    """The shared decoder: check order of §6.5, first failure wins."""
+    """The shared decoder: check order of docs/protocol.md#record-decoders, first failure wins."""
     if not isinstance(value, dict):
         raise CorruptScheduleError("schedule record must be a JSON object")
     title: str | None = None
@@ -219,7 +224,8 @@ def _decode(value: object, *, host: bool) -> Record:
 
 
 def decode_legacy_record(value: object) -> Record:
-    """Decode a session-local (legacy) record (SPEC §6.3): kinds after, at, every; optional title.
+    """Decode a session-local (legacy) record (docs/protocol.md#record-decoders): kinds after, at,
+    every; optional title.
 
     Raises :class:`CorruptScheduleError` (``corrupt_schedule_log``) naming the failing field.
     """
@@ -227,7 +233,8 @@ def decode_legacy_record(value: object) -> Record:
 
 
 def decode_host_record(value: object) -> Record:
-    """Decode a host record (SPEC §6.4): all six kinds; ``title`` required and checked first.
+    """Decode a host record (docs/protocol.md#record-decoders): all six kinds; ``title`` required
+    and checked first.
 
     Raises :class:`CorruptScheduleError` (``corrupt_schedule_log``) naming the failing field.
     """
@@ -235,8 +242,9 @@ def decode_host_record(value: object) -> Record:
 
 
 def record_from_json(value: object, protocol: Literal["host", "legacy", "auto"]) -> Record:
-    """Decode with the named decoder; ``auto`` is the batch ``decide`` rule (§15.2): the host
-    decoder when the object has a ``title`` key, the legacy decoder otherwise."""
+    """Decode with the named decoder; ``auto`` is the batch ``decide`` rule
+    (docs/protocol.md#batch-rules): the host decoder when the object has a ``title`` key, the legacy
+    decoder otherwise."""
     if protocol == "auto":
         host = isinstance(value, dict) and "title" in value
     else:
@@ -261,14 +269,15 @@ class CreateRequest(NamedTuple):
 
 
 def check_prompt(value: object) -> str:
-    """A prompt argument: a string, non-blank after trimming; returns it trimmed (§6.1)."""
+    """A prompt argument: a string, non-blank after trimming; returns it trimmed
+    (docs/protocol.md#records)."""
     if type(value) is not str or is_blank(value):
         raise ScheduleInputError("invalid_prompt", MSG_PROMPT)
     return js_trim(value)
 
 
 def check_title(value: object) -> str:
-    """A title argument at creation or update [H]: returns it trimmed (§6.1)."""
+    """A title argument at creation or update [H]: returns it trimmed (docs/protocol.md#records)."""
     if type(value) is not str or is_blank(value):
         raise ScheduleInputError("invalid_prompt", MSG_TITLE_REQUIRED)
     trimmed = js_trim(value)
@@ -298,7 +307,7 @@ def _check_numeric(selector: Selector, value: object, every_minimum: int) -> obj
 
 
 def validate_session_create_args(args: object) -> CreateRequest:
-    """Shape-only checks of session-local ``schedule_create`` (SPEC §10.5 steps 1-4).
+    """Shape-only checks of session-local ``schedule_create`` (docs/protocol.md#session-tools).
 
     Selector (``invalid_selector``; ``title`` is an unknown key here), prompt
     (``invalid_prompt``), then ``after_seconds`` / ``every_seconds`` (``invalid_rule``,
@@ -313,7 +322,7 @@ def validate_session_create_args(args: object) -> CreateRequest:
 
 
 def validate_host_create_args(args: object) -> CreateRequest:
-    """Shape-only checks of host ``schedule_create`` (SPEC §11.10 steps 1-6).
+    """Shape-only checks of host ``schedule_create`` (docs/protocol.md#host-tools).
 
     Selector, prompt, title required, title length, then ``after_seconds`` / ``every_seconds``
     (``frequency_too_high`` below 60). Needs neither the clock nor persistence.
@@ -326,7 +335,7 @@ def validate_host_create_args(args: object) -> CreateRequest:
 
 
 def parse_cron_selector(value: object) -> tuple[CronRule, Zone, str]:
-    """A ``cron`` selector ``{"expression","time_zone"}`` (SPEC §8.1): the parsed rule, the
+    """A ``cron`` selector ``{"expression","time_zone"}`` (docs/rules.md#cron): the parsed rule, the
     zone and its canonical name. The expression is checked before the zone."""
     if not isinstance(value, dict) or value.keys() != _CRON_KEYS:
         raise ScheduleInputError("invalid_rule", MSG_CRON_SHAPE)
@@ -393,14 +402,16 @@ def build_record(request: CreateRequest, *, id: str, now: int) -> Record:
 
 
 def build_session_record(args: object, *, id: str, now: int) -> Record:
-    """The record session-local ``schedule_create`` builds at ``now`` (SPEC §10.5 steps 1-4, 8).
+    """The record session-local ``schedule_create`` builds at ``now``
+    (docs/protocol.md#session-tools).
 
-    ``id`` is the allocated id (§10.4); ``now`` is the one clock sample, epoch ms.
+    ``id`` is the allocated id (docs/protocol.md#id-allocation); ``now`` is the one clock sample,
+    epoch ms.
     """
     return build_record(validate_session_create_args(args), id=id, now=now)
 
 
 def build_host_record(args: object, *, id: str, now: int) -> Record:
-    """The record host ``schedule_create`` builds at ``now`` (SPEC §11.10 steps 1-6, §11.5
+    """The record host ``schedule_create`` builds at ``now`` (docs/protocol.md#host-tools
     step 4), for all six kinds. ``now`` is the one clock sample, epoch ms."""
     return build_record(validate_host_create_args(args), id=id, now=now)

@@ -1,4 +1,4 @@
-"""Text, number and JSON rules shared with JavaScript producers (SPEC §2).
+"""Text, number and JSON rules shared with JavaScript producers (docs/protocol.md#text-and-json).
 
 Python's ``str.strip`` and ``\\d`` disagree with JavaScript, so the exact sets live here.
 """
@@ -27,7 +27,7 @@ __all__ = [
 
 MAX_SAFE_INT: Final = 2**53 - 1
 
-# SPEC §2.1: exactly the ECMAScript WhiteSpace + LineTerminator set.
+# docs/protocol.md#trim: exactly the ECMAScript WhiteSpace + LineTerminator set.
 JS_WHITESPACE: Final = (
     "\u0009\u000a\u000b\u000c\u000d\u0020\u00a0\u1680"
     "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
@@ -37,7 +37,7 @@ WHITESPACE_RUN: Final = re.compile(f"[{re.escape(JS_WHITESPACE)}]+")
 
 
 def js_trim(value: str) -> str:
-    """Trim like JavaScript's ``String.prototype.trim`` (SPEC §2.1)."""
+    """Trim like JavaScript's ``String.prototype.trim`` (docs/protocol.md#trim)."""
     return value.strip(JS_WHITESPACE)
 
 
@@ -50,7 +50,8 @@ def is_blank(value: str) -> bool:
 
 
 def utf16_len(value: str) -> int:
-    """Length in UTF-16 code units: code points above U+FFFF count twice (SPEC §2.2)."""
+    """Length in UTF-16 code units: code points above U+FFFF count twice
+    (docs/protocol.md#length)."""
     n = len(value)
     if value.isascii():
         return n
@@ -58,7 +59,8 @@ def utf16_len(value: str) -> int:
 
 
 def is_safe_int(value: object) -> bool:
-    """True for a JSON integer value with |n| <= 2**53-1 (SPEC §2.4); booleans never count."""
+    """True for a JSON integer value with |n| <= 2**53-1 (docs/protocol.md#json-numbers); booleans
+    never count."""
     return json_int(value) is not None
 
 
@@ -77,7 +79,8 @@ def json_int(value: object) -> int | None:
     return None
 
 
-# --- JSON output (SPEC §2.5) -------------------------------------------------------------------
+# --- JSON output (docs/protocol.md#json-output)
+# -------------------------------------------------------------------
 
 _encode = msgspec.json.Encoder().encode
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -112,7 +115,8 @@ def _slow_dumps(value: Any) -> str:
     return _encode(value).decode()
 
 
-# --- JSON input (SPEC §2.4, §2.6) --------------------------------------------------------------
+# --- JSON input (docs/protocol.md#json-numbers, docs/protocol.md#json-input)
+# --------------------------------------------------------------
 
 
 class JSONSyntaxError(ValueError):

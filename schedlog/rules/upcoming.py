@@ -1,5 +1,5 @@
-"""The next targets of a record and how they read locally (SPEC §16.3): what ``rules next``
-and the HTTP ``explain`` route print. Pure: no clock, no I/O."""
+"""The next targets of a record and how they read locally (docs/cli.md#rules-next): what ``rules
+next`` and the HTTP ``explain`` route print. Pure: no clock, no I/O."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ DST_NOTE: Final = "(DST change on this local day)"
 
 
 def upcoming_targets(record: Record, at: int, count: int) -> list[int]:
-    """Up to ``count`` future targets after ``at`` (SPEC §16.3).
+    """Up to ``count`` future targets after ``at`` (docs/cli.md#rules-next).
 
     The first is the committed target when it is after ``at``, else the decision at ``at``;
     each later one is the rule's own next-target function of the one before

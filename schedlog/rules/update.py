@@ -1,5 +1,5 @@
 """Pure resolution of a host update: compare-and-set, content rules, timing equivalence
-(SPEC §11.7 "Resolution", steps 1-7).
+(docs/protocol.md#update "Resolution", steps 1-7).
 
 The service looks the task up, checks it is active and samples ``now`` inside its FIFO slot;
 this module decides what, if anything, to write. An equivalent timing change is a no-op that
@@ -167,14 +167,14 @@ def resolve_update(
     title: object = ABSENT,
     prompt: object = ABSENT,
 ) -> UpdateResult:
-    """Resolve an update of ``current`` at clock sample ``now`` (epoch ms), SPEC §11.7.
+    """Resolve an update of ``current`` at clock sample ``now`` (epoch ms), docs/protocol.md#update.
 
     ``expected`` is the raw JSON record the caller saw; ``change``, ``title`` and ``prompt`` are
     raw JSON values or :data:`ABSENT` ("keep"). Check order: ``expected`` decodes (else
     ``invalid_rule``), compare-and-set (else the ``schedule_conflict`` result), title, prompt,
     change shape, then timing. Raises :class:`ScheduleInputError` for ``{code,message}`` errors.
 
-    Decision (§3.2): an update whose ``now`` is not representable fails with
+    Decision (docs/rules.md#instants): an update whose ``now`` is not representable fails with
     ``time_out_of_range`` once its content checks pass, even when it would be a no-op.
     """
     try:

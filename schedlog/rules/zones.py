@@ -1,4 +1,4 @@
-"""IANA zones from the pinned ``tzdata`` package only (SPEC §4).
+"""IANA zones from the pinned ``tzdata`` package only (docs/rules.md#time-zones).
 
 The operating system's zoneinfo is never consulted: names come from ``tzdata/zoneinfo/tzdata.zi``
 and ``zone.tab``, offsets from the TZif files inside the package.
@@ -72,7 +72,7 @@ class _Names:
         return name
 
     def canonical(self, name: str) -> str:
-        """The name a user of the region recognizes (SPEC §4.2)."""
+        """The name a user of the region recognizes (docs/rules.md#zone-names)."""
         if self.data_zone(name) == "Etc/UTC":
             return "UTC"
         seen = 0
@@ -167,9 +167,9 @@ class Zone:
     def resolve_local(self, local_ms: int) -> int | None:
         """The earliest instant whose local wall-clock value is ``local_ms``, or None in a gap.
 
-        Policy (SPEC §4.4): a nonexistent local time (a DST gap) has no instant; a repeated one
-        (an overlap) resolves to the earliest instant. Results may lie outside [MIN, MAX]; the
-        caller decides what that means.
+        Policy (docs/rules.md#local-time): a nonexistent local time (a DST gap) has no instant; a
+        repeated one (an overlap) resolves to the earliest instant. Results may lie outside [MIN,
+        MAX]; the caller decides what that means.
         """
         transitions = self._transitions
         offsets = self._offsets
@@ -210,14 +210,15 @@ def get_zone(name: str) -> Zone | None:
 
 
 def canonical_zone_name(name: str) -> str | None:
-    """The canonical spelling of a zone name (SPEC §4.2), or None when it does not resolve."""
+    """The canonical spelling of a zone name (docs/rules.md#zone-names), or None when it does not
+    resolve."""
     names = _names()
     real = names.by_folded.get(name.casefold())
     return None if real is None else names.canonical(real)
 
 
 def check_time_zone(value: object) -> tuple[Zone, str]:
-    """Validate a ``time_zone`` input (SPEC §4.1): the zone and its canonical name.
+    """Validate a ``time_zone`` input (docs/rules.md#zone-check): the zone and its canonical name.
 
     Raises :class:`ScheduleInputError` with code ``invalid_time_zone``.
     """

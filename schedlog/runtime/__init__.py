@@ -1,5 +1,6 @@
-"""The session-local engine (SPEC §10.5-§10.8, §12): tools, the live owner, and the interfaces
-an agent runtime implements to embed it."""
+"""The session-local engine (docs/protocol.md#session-tools, docs/protocol.md#session-archive,
+docs/concepts.md#delivery-guarantees): tools, the live owner, and the interfaces an agent runtime
+implements to embed it."""
 
 from schedlog.runtime.batch import BatchSession
 from schedlog.runtime.clock import MAX_WAIT_MS, SystemClock, VirtualClock

@@ -1,4 +1,5 @@
-"""The session-local engine on virtual time, for ``schedlog session batch`` (SPEC §15.3, §15.5).
+"""The session-local engine on virtual time, for ``schedlog session batch``
+(docs/protocol.md#batch-session).
 
 Every clock sample taken while serving a request equals that request's ``now``; the agent is
 always idle; tool calls never deliver (their re-drive requests are dropped) and deliveries
@@ -80,14 +81,14 @@ class BatchSession:
         return delivered
 
     def archive_activity(self, now: int) -> dict[str, Any] | None:
-        """SPEC §10.8 activity: nothing once the owner is faulted."""
+        """docs/protocol.md#session-archive activity: nothing once the owner is faulted."""
         self._at(now)
         if self.faulted:
             return None
         return self.tools.archive_items()
 
     def archive_stop(self, now: int) -> dict[str, Any]:
-        """SPEC §10.8 stop: ``{"deleted":[ids]}``; raises the error values as
+        """docs/protocol.md#session-archive stop: ``{"deleted":[ids]}``; raises the error values as
         :class:`~schedlog.errors.ScheduleError`."""
         self._at(now)
         return {"deleted": self.tools.archive_stop()}

@@ -1,8 +1,8 @@
 """Clocks for the session-local engine: the wall clock and a virtual clock for tests.
 
 Instants are epoch milliseconds (UTC). A clock never decides anything: the live owner re-reads
-``now_ms()`` after every wake and decides afresh (SPEC §10.7 "Timer"), so a wait that returns
-early or late only costs one extra decision.
+``now_ms()`` after every wake and decides afresh (docs/concepts.md#live-owner "Timer"), so a wait
+that returns early or late only costs one extra decision.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Final
 
 __all__ = ["MAX_WAIT_MS", "SystemClock", "VirtualClock"]
 
-#: Upper bound of one single wait (SPEC §10.7): 2**31 - 1 ms, about 24.8 days.
+#: Upper bound of one single wait (docs/concepts.md#live-owner): 2**31 - 1 ms, about 24.8 days.
 MAX_WAIT_MS: Final = 2_147_483_647
 
 

@@ -1,4 +1,5 @@
-"""The live owner's decision and its delivery step (SPEC §10.7 steps 4 and 6, §12.3).
+"""The live owner's decision and its delivery step (docs/concepts.md#live-owner,
+docs/protocol.md#message-ids).
 
 :func:`select_due` is the decision: a plain function of the active records and one clock sample,
 so batch mode runs it at virtual time and tests call it directly. :func:`deliver_claimed` is
@@ -78,7 +79,8 @@ class Selection:
 
 
 def select_due(active: Sequence[Record], now: int) -> Selection | None:
-    """The decision of SPEC §10.7 step 4 at clock sample ``now`` (a representable instant).
+    """The decision of docs/concepts.md#live-owner at clock sample ``now`` (a representable
+    instant).
 
     One-shot priority: the due ``after``/``at`` record with the earliest ``scheduledAt`` (ties:
     earlier create) alone. Otherwise every due recurring record, sorted by stored
@@ -150,10 +152,11 @@ def _fault(error: BaseException) -> Outcome:
 def decide_now(
     log_: SessionLog, clock: Clock, cursor: FoldCursor | None = None
 ) -> tuple[FoldState, Selection | None] | Outcome:
-    """Fold the owned suffix, sample the clock and decide (SPEC §10.7 steps 2-4).
+    """Fold the owned suffix, sample the clock and decide (docs/concepts.md#live-owner).
 
-    Returns the state and selection, or the ``faulted`` (corrupt or unreadable log, §12.4) or
-    ``invalid_clock`` outcome. ``cursor`` as in :func:`~schedlog.runtime.tools.read_state`.
+    Returns the state and selection, or the ``faulted`` (corrupt or unreadable log,
+    docs/concepts.md#delivery-guarantees) or ``invalid_clock`` outcome. ``cursor`` as in
+    :func:`~schedlog.runtime.tools.read_state`.
     """
     try:
         state = read_state(log_, cursor)
@@ -171,7 +174,8 @@ def decide_now(
 def deliver_claimed(
     log_: SessionLog, agent: Agent, clock: Clock, cursor: FoldCursor | None = None
 ) -> Outcome:
-    """One delivery inside the maintenance claim (SPEC §10.7 step 6), claim handling excluded.
+    """One delivery inside the maintenance claim (docs/concepts.md#live-owner), claim handling
+    excluded.
 
     Effects, in order: at most one ``followup()`` (for the members not already delivered), then
     one dispatch append per selected member in selection order. A framing or ``followup()``
@@ -240,7 +244,8 @@ def preflight(log_: SessionLog) -> bool:
 
 
 def post_dispatch(log_: SessionLog) -> bool:
-    """The post-dispatch barrier; a failure is a warning and stops re-driving (SPEC §10.7)."""
+    """The post-dispatch barrier; a failure is a warning and stops re-driving
+    (docs/concepts.md#live-owner)."""
     if barrier(log_):
         return True
     log.warning(
@@ -253,7 +258,8 @@ def post_dispatch(log_: SessionLog) -> bool:
 def drive_pass(
     log_: SessionLog, agent: Agent, clock: Clock, cursor: FoldCursor | None = None
 ) -> list[Outcome]:
-    """Drive repeatedly with an always-idle agent until nothing is due (SPEC §15.3 ``tick``).
+    """Drive repeatedly with an always-idle agent until nothing is due
+    (docs/protocol.md#batch-session ``tick``).
 
     Each iteration is preflight, one delivery (one one-shot or one batch), post-dispatch
     barrier. Stops at the first iteration that is not a delivery, or whose post-dispatch

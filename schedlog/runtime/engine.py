@@ -1,5 +1,5 @@
 """A live session with the engine installed: tools, live owner and archive admission behind
-one serial queue (SPEC §10.5-§10.8).
+one serial queue (docs/protocol.md#session-tools, docs/protocol.md#session-archive).
 
 Example (an agent runtime embedding the engine)::
 
@@ -27,10 +27,10 @@ __all__ = ["SessionEngine"]
 class SessionEngine:
     """The session-local engine of one live session.
 
-    Tool calls return the JSON tool value of SPEC §10.5. Shape errors are answered before the
-    queue; everything else runs in the session's FIFO, as do the owner's drives and archive
-    stops. A tool call whose preflight succeeded asks the owner to re-drive. Cancelling the
-    calling task while it waits in the queue raises :class:`asyncio.CancelledError` and appends
+    Tool calls return the JSON tool value of docs/protocol.md#session-tools. Shape errors are
+    answered before the queue; everything else runs in the session's FIFO, as do the owner's drives
+    and archive stops. A tool call whose preflight succeeded asks the owner to re-drive. Cancelling
+    the calling task while it waits in the queue raises :class:`asyncio.CancelledError` and appends
     nothing; ``cancelled`` is checked again just before a create is appended.
     """
 
@@ -66,13 +66,14 @@ class SessionEngine:
             return self.tools.schedule_delete(args)
 
     def archive_activity(self) -> dict[str, Any] | None:
-        """SPEC §10.8 activity: the active records while the owner is live, else None."""
+        """docs/protocol.md#session-archive activity: the active records while the owner is live,
+        else None."""
         if not self.owner.live:
             return None
         return self.tools.archive_items()
 
     async def archive_stop(self) -> list[str]:
-        """SPEC §10.8 stop, in the queue: the ids deleted. Raises
+        """docs/protocol.md#session-archive stop, in the queue: the ids deleted. Raises
         :class:`~schedlog.runtime.tools.PersistenceUncertain` when a barrier fails."""
         async with self.queue:
             return self.tools.archive_stop()

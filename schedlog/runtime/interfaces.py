@@ -1,10 +1,10 @@
-"""What an agent runtime supplies to embed the session-local engine (SPEC §10.6, §10.7).
+"""What an agent runtime supplies to embed the session-local engine (docs/concepts.md#live-owner).
 
 Three capabilities, as structural :class:`typing.Protocol` types so that any object with the
 right methods fits:
 
 * :class:`SessionLog`: the session's durable log: its header, its complete events, appends,
-  and the durability barrier ``flush`` (SPEC §9.6);
+  and the durability barrier ``flush`` (docs/protocol.md#durability);
 * :class:`Agent`: the agent loop: ``claim_maintenance``, ``when_idle``, ``followup`` and idle
   notifications;
 * :class:`Clock`: the wall clock in epoch milliseconds (UTC) and sleeping until a deadline.
@@ -48,11 +48,11 @@ class SessionLog(Protocol):
 
     * ``header``: the session header (the owned suffix starts at ``seed_length``).
     * ``events()``: every complete event after the header, in order (event index = position).
-      Raises :class:`~schedlog.errors.CorruptScheduleError` when the log is corrupt (SPEC §9.3)
-      and :class:`OSError` when it cannot be read.
+      Raises :class:`~schedlog.errors.CorruptScheduleError` when the log is corrupt
+      (docs/protocol.md#torn-tail) and :class:`OSError` when it cannot be read.
     * ``append(event)``: appends one event object ``{"type": T, "data": D}``. It need not be
       durable when it returns; a ``schedule/change`` append MUST be rejected, with nothing
-      written, when the change breaks the invariant (SPEC §10.3). The engine checks the
+      written, when the change breaks the invariant (docs/protocol.md#fold). The engine checks the
       invariant itself before appending, so implementations may rely on that.
     * ``flush()``: the durability barrier: returns True only once everything appended so far is
       written and fsynced. False, or an exception, is a failure.
@@ -76,11 +76,12 @@ class MaintenanceClaim(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class FollowupMessage:
-    """A user-role follow-up message carrying delivered reminders (SPEC §9.5, §13.4).
+    """A user-role follow-up message carrying delivered reminders
+    (docs/protocol.md#followup-events).
 
-    ``text`` is the full framing text (SPEC §13), ``members`` are in framing order,
-    ``message_id`` is their deterministic id (SPEC §12.2) and ``created_at`` is the decision
-    clock sample (epoch ms). The ``message/followup`` event written for it is
+    ``text`` is the full framing text (docs/protocol.md#framing), ``members`` are in framing order,
+    ``message_id`` is their deterministic id (docs/protocol.md#message-ids) and ``created_at`` is
+    the decision clock sample (epoch ms). The ``message/followup`` event written for it is
     :func:`schedlog.eventlog.followups.build_followup` of these fields.
     """
 
@@ -114,7 +115,7 @@ class Agent(Protocol):
 class Clock(Protocol):
     """The wall clock. ``now_ms()`` is one clock sample in epoch ms (it may jump either way);
     ``sleep_until(deadline_ms)`` returns at or after the deadline, or earlier (the caller
-    re-reads the clock after every wake, SPEC §10.7)."""
+    re-reads the clock after every wake, docs/concepts.md#live-owner)."""
 
     def now_ms(self) -> int: ...
 

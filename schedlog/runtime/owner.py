@@ -1,4 +1,5 @@
-"""The live owner of one session (SPEC §10.7): an asyncio task that delivers due reminders.
+"""The live owner of one session (docs/concepts.md#live-owner): an asyncio task that delivers due
+reminders.
 
 Triggers (start, a re-drive request after a tool call, the agent becoming idle, the timer, an
 idle wait completing) only *request* a drive; one driver task runs the drives one at a time,
@@ -12,9 +13,9 @@ so several triggers arriving together cost one drive. Each drive:
    again, recover, frame, ``followup()``, dispatches); then release the claim;
 5. post-dispatch barrier, then drive again.
 
-Failures follow the table of SPEC §10.7: a failed preflight, framing or ``followup()`` waits for
-the next trigger (no retry timer, so no hot loop); a corrupt log or a failed dispatch append
-faults the owner for the rest of the live session.
+Failures follow the table of docs/concepts.md#live-owner: a failed preflight, framing or
+``followup()`` waits for the next trigger (no retry timer, so no hot loop); a corrupt log or a
+failed dispatch append faults the owner for the rest of the live session.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class LiveOwner:
 
     @property
     def live(self) -> bool:
-        """True while the owner runs and is not faulted (SPEC §10.8 activity)."""
+        """True while the owner runs and is not faulted (docs/protocol.md#session-archive
+        activity)."""
         return self.state == "running"
 
     @property

@@ -1,4 +1,4 @@
-"""The per-session serial queue (SPEC §10.6).
+"""The per-session serial queue (docs/concepts.md#live-owner).
 
 Every tool call, archive stop and piece of due work of the live owner runs through one FIFO per
 session, from its preflight barrier through its last post-append barrier, before the next one

@@ -1,12 +1,14 @@
-"""The reference embedding: one session over one JSON Lines log file (SPEC §9, §10.7).
+"""The reference embedding: one session over one JSON Lines log file (docs/protocol.md#session-log,
+docs/concepts.md#live-owner).
 
 :class:`FileSession` is both capabilities the engine needs from a session: the
 :class:`~schedlog.runtime.interfaces.SessionLog` (backed by
 :class:`schedlog.invariant.appender.LogAppender`, the appender that truncates a torn tail on
 open and checks the invariant on every schedule append) and the
 :class:`~schedlog.runtime.interfaces.Agent` (turns, maintenance claims, idle notifications and a
-follow-up outbox). Its ``followup`` writes the ``message/followup`` event (SPEC §9.5) before the
-message is queued, so a follow-up that is in the outbox is always in the log.
+follow-up outbox). Its ``followup`` writes the ``message/followup`` event
+(docs/protocol.md#followup-events) before the message is queued, so a follow-up that is in the
+outbox is always in the log.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ __all__ = ["FileSession", "default_session_id"]
 
 
 def default_session_id(path: str | os.PathLike[str]) -> str:
-    """The file name without its ``.jsonl`` suffix (SPEC §15.3)."""
+    """The file name without its ``.jsonl`` suffix (docs/protocol.md#batch-session)."""
     name = os.path.basename(os.fspath(path))
     return name[: -len(".jsonl")] if name.endswith(".jsonl") else name
 

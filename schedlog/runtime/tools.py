@@ -1,5 +1,5 @@
-"""The three session-local tools and archive admission, as synchronous cores (SPEC §10.5,
-§10.8).
+"""The three session-local tools and archive admission, as synchronous cores
+(docs/protocol.md#session-tools, docs/protocol.md#session-archive).
 
 Each core runs one whole operation, from its preflight barrier through its last post-append
 barrier, and must be called from the session's serial queue (:mod:`schedlog.runtime.queue`);
@@ -56,7 +56,8 @@ ToolValue = dict[str, Any] | list[dict[str, Any]]
 
 
 def persistence_uncertain(operation: str | None, id: str | None = None) -> dict[str, Any]:
-    """The ``persistence_uncertain`` value (SPEC §10.5); ``id`` only when known."""
+    """The ``persistence_uncertain`` value (docs/protocol.md#session-tools); ``id`` only when
+    known."""
     out: dict[str, Any] = {"code": "persistence_uncertain", "message": PERSISTENCE_MESSAGE}
     if operation is not None:
         out["operation"] = operation
@@ -74,7 +75,8 @@ def internal_value() -> dict[str, str]:
 
 
 class PersistenceUncertain(ScheduleError):
-    """A durability barrier failed (SPEC §10.6): the change may or may not be durable."""
+    """A durability barrier failed (docs/concepts.md#live-owner): the change may or may not be
+    durable."""
 
     def __init__(self, operation: str | None = None, id: str | None = None) -> None:
         super().__init__("persistence_uncertain", PERSISTENCE_MESSAGE)
@@ -86,7 +88,8 @@ class PersistenceUncertain(ScheduleError):
 
 
 def barrier(log: SessionLog) -> bool:
-    """Run the durability barrier: True only when ``flush()`` returned True (SPEC §9.6)."""
+    """Run the durability barrier: True only when ``flush()`` returned True
+    (docs/protocol.md#durability)."""
     try:
         return log.flush() is True
     except Exception:
@@ -107,16 +110,17 @@ def read_state(log: SessionLog, cursor: FoldCursor | None = None) -> FoldState:
 
 
 def append_change(log: SessionLog, state: FoldState, change: Change) -> FoldState:
-    """Append one ``schedule/change`` after checking the invariant against ``state`` (SPEC
-    §10.3); returns the state with the change applied. Nothing is written when the invariant
-    rejects the change."""
+    """Append one ``schedule/change`` after checking the invariant against ``state``
+    (docs/protocol.md#fold); returns the state with the change applied. Nothing is written when the
+    invariant rejects the change."""
     check(state, change)
     log.append({"type": SCHEDULE_CHANGE_TYPE, "data": change.to_json()})
     return apply_change(state, change)
 
 
 def precheck_create(args: object) -> dict[str, str] | None:
-    """Shape-only checks of ``schedule_create`` (SPEC §10.5 steps 1-4), before the queue."""
+    """Shape-only checks of ``schedule_create`` (docs/protocol.md#session-tools), before the
+    queue."""
     try:
         validate_session_create_args(args)
     except ScheduleInputError as exc:
@@ -137,8 +141,8 @@ class SessionTools:
     session log.
 
     ``clock`` gives every clock sample; ``redrive`` is called after each tool call whose
-    preflight barrier succeeded (SPEC §10.6 "Re-drive"). ``cancelled`` (create only) is checked
-    just before the append (SPEC §10.5 step 9).
+    preflight barrier succeeded (docs/concepts.md#live-owner "Re-drive"). ``cancelled`` (create
+    only) is checked just before the append (docs/protocol.md#session-tools).
     """
 
     def __init__(
@@ -154,7 +158,7 @@ class SessionTools:
     def schedule_create(
         self, args: object, *, cancelled: Callable[[], bool] | None = None
     ) -> ToolValue:
-        """``schedule_create`` (SPEC §10.5): a view, or an error value."""
+        """``schedule_create`` (docs/protocol.md#session-tools): a view, or an error value."""
         shape = precheck_create(args)
         if shape is not None:
             return shape
@@ -174,7 +178,8 @@ class SessionTools:
         record_id: str = args["id"]
         return self._guard(lambda: self._delete(record_id))
 
-    # --- archive admission (SPEC §10.8) ------------------------------------------------------
+    # --- archive admission (docs/protocol.md#session-archive)
+    # ------------------------------------------------------
 
     def archive_items(self) -> dict[str, Any] | None:
         """The activity report of the owned suffix, or None when nothing is active. The caller
@@ -189,7 +194,7 @@ class SessionTools:
         return {"kind": "schedule", "items": items}
 
     def archive_stop(self) -> list[str]:
-        """Delete every active record (SPEC §10.8 stop) and return their ids.
+        """Delete every active record (docs/protocol.md#session-archive stop) and return their ids.
 
         Raises :class:`PersistenceUncertain` when a barrier fails, :class:`CorruptScheduleError`
         for a corrupt log and :class:`ScheduleError` ``internal_error`` when an append fails.

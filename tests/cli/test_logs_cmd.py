@@ -1,5 +1,5 @@
-"""``schedlog validate`` / ``replay`` / ``repair`` (SPEC §16.1, §16.2, §16.4) and the golden
-session-log fixtures in ``fixtures/logs/``."""
+"""``schedlog validate`` / ``replay`` / ``repair`` (docs/cli.md#validate, docs/cli.md#replay,
+docs/cli.md#repair) and the golden session-log fixtures in ``fixtures/logs/``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §15.1: request instants are lenient RFC 3339 and carry no range check."""
+"""docs/protocol.md#batch: request instants are lenient RFC 3339 and carry no range check."""
 
 import pytest
 

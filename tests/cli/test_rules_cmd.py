@@ -1,4 +1,5 @@
-"""``schedlog rules batch`` (SPEC §15.1-§15.2) and ``schedlog rules next`` (§16.3) end to end."""
+"""``schedlog rules batch`` (docs/protocol.md#batch-rules) and ``schedlog
+rules next`` (docs/cli.md#rules-next) end to end."""
 
 from __future__ import annotations
 

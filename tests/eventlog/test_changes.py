@@ -1,4 +1,5 @@
-"""The change decoder (SPEC §10.2) with the legacy record decoder behind it (SPEC §6.3)."""
+"""The change decoder (docs/protocol.md#changes) with the legacy record decoder behind it
+(docs/protocol.md#record-decoders)."""
 
 from __future__ import annotations
 
@@ -150,7 +151,8 @@ def test_record_path_comes_from_the_error_field_not_its_message(
         raise CorruptScheduleError("schedule record scheduledAt is wrong", field=field)
 
     monkeypatch.setattr(changes_module, "decode_legacy_record", failing)
-    with pytest.raises(CorruptLogError) as info:  # 600.0 takes the exact path (SPEC §2.4)
+    # 600.0 takes the exact path (docs/protocol.md#json-numbers)
+    with pytest.raises(CorruptLogError) as info:
         decode_change(create_data("a", afterSeconds=600.0))
     assert info.value.path == path
     assert info.value.message == "schedule record scheduledAt is wrong"  # passed on unchanged

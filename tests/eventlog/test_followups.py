@@ -1,4 +1,5 @@
-"""``message/followup`` events and delivery identity (SPEC §9.5, §12.2, §12.3)."""
+"""``message/followup`` events and delivery identity (docs/protocol.md#followup-events,
+docs/protocol.md#message-ids)."""
 
 from __future__ import annotations
 

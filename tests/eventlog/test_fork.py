@@ -1,4 +1,5 @@
-"""Forks (SPEC §9.2): a byte-for-byte prefix under a new header; the child folds only its own."""
+"""Forks (docs/protocol.md#events): a byte-for-byte prefix under a new header; the child folds only
+its own."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Reading session logs: header, envelopes, torn tail versus corruption (SPEC §9.1, §9.3)."""
+"""Reading session logs: header, envelopes, torn tail versus corruption
+(docs/protocol.md#session-log, docs/protocol.md#torn-tail)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The pure fold (SPEC §10.3), live application and id allocation (SPEC §10.4)."""
+"""The pure fold (docs/protocol.md#fold), live application and id allocation
+(docs/protocol.md#id-allocation)."""
 
 from __future__ import annotations
 
@@ -83,7 +84,8 @@ def test_survivors_keep_their_create_order() -> None:
 
 
 def test_every_dispatch_takes_the_latest_due_occurrence() -> None:
-    # SPEC §7.4 / §10.7: alpha (600 s, 08:50) and beta (300 s, 08:58) dispatched at 09:02:30.
+    # docs/rules.md#every / docs/concepts.md#live-owner: alpha (600 s, 08:50) and beta (300 s,
+    # 08:58) dispatched at 09:02:30.
     state = fold(
         events(
             change(create_data("alpha", "every", at="2026-05-01T08:50:00.000Z", everySeconds=600)),
@@ -290,7 +292,8 @@ def test_fold_state_lookups_and_json() -> None:
     ("seen", "expected"),
     [
         ((), "schedule-1"),
-        (("schedule-1", "schedule-2", "schedule-4"), "schedule-5"),  # SPEC §10.4
+        # docs/protocol.md#id-allocation
+        (("schedule-1", "schedule-2", "schedule-4"), "schedule-5"),
         (("x", "y"), "schedule-3"),
         (("schedule-3", "x", "schedule-4"), "schedule-5"),
         (("schedule-2",), "schedule-3"),

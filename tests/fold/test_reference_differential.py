@@ -6,11 +6,12 @@ Opt-in, never required by CI: set ``SCHEDLOG_DIFFERENTIAL=1``. The package is in
 ``~/.cache/schedlog/dsh-schedule-0.1.0-rc.8``); the test skips when node, npm or the package is
 unavailable. Random streams (valid steps plus occasional invalid ones) are folded by both;
 ``active`` and ``seenIds`` must be identical, or both folds must fail, with the same message
-for the fold rules of SPEC §10.3.
+for the fold rules of docs/protocol.md#fold.
 
 Intentional differences, kept out of the generated streams: the optional ``title`` of
-session-local records (SPEC §6.1 tolerates it; the reference rejects it) and envelope keys
-(the reference never sees envelopes; SPEC §9.1 checks them, see ``tests/fold/test_fold.py``).
+session-local records (docs/protocol.md#records tolerates it; the reference rejects it) and envelope
+keys (the reference never sees envelopes; docs/protocol.md#session-log checks them, see
+``tests/fold/test_fold.py``).
 """
 
 from __future__ import annotations

@@ -158,7 +158,8 @@ def _at_string(rng: random.Random, now: int) -> str:
 
 def _create_case(rng: random.Random) -> dict[str, Any]:
     now = rng.choice([BASE + rng.randint(-(10**9), 10**9)] * 12 + [MAX_MS - rng.randint(0, 10**7)])
-    now = rng.choice([now] * 40 + [MIN_MS - 1000, MAX_MS + 1])  # invalid clock samples (§3.2)
+    # some invalid clock samples (docs/rules.md#instants)
+    now = rng.choice([now] * 40 + [MIN_MS - 1000, MAX_MS + 1])
     args: dict[str, Any] = {"prompt": _prompt(rng)}
     kind = rng.choice(["after_seconds", "every_seconds", "at", "at"])
     if kind == "after_seconds":
@@ -264,8 +265,8 @@ def _ours(case: dict[str, Any]) -> dict[str, Any]:
 
 # Intentional differences (SPEC wins), keyed by a short name; see docs/decisions.md.
 KNOWN_MESSAGES = {
-    # SPEC §5.2 gives separate messages for at.date and at.time; the reference has one message
-    # for both shapes and another for a wrong year/hour/minute/second.
+    # docs/rules.md#at-local gives separate messages for at.date and at.time; the reference has one
+    # message for both shapes and another for a wrong year/hour/minute/second.
     "at.date must be a real YYYY-MM-DD calendar date.",
     "at.time must use HH:mm:ss with optional 1-3 digit fractional seconds.",
 }
@@ -281,19 +282,19 @@ def _known(case: dict[str, Any], ours: dict[str, Any], ref: dict[str, Any]) -> s
         return None  # both reject it as invalid_selector; must still agree
     bad_clock = case["op"] == "create" and not MIN_MS <= case["now"] <= MAX_MS
     if bad_clock and mine is not None and mine["code"] == "time_out_of_range":
-        # SPEC §3.2 / §5.3 step 2: an unrepresentable clock sample fails creation with
-        # time_out_of_range; the reference only requires a safe integer.
+        # docs/rules.md#instants / docs/rules.md#at-range: an unrepresentable clock sample fails
+        # creation with time_out_of_range; the reference only requires a safe integer.
         return "invalid-clock"
     at = case.get("args", {}).get("at")
     julian = isinstance(at, dict) and at["date"] < "1582-10-15"
     if julian and theirs is not None and theirs["message"] == GAP:
-        # SPEC §3.3: proleptic Gregorian. The reference's Intl "iso8601" projection is Julian
-        # before 1582-10-15, so it calls every such local time a gap.
+        # docs/rules.md#instants: proleptic Gregorian. The reference's Intl "iso8601" projection is
+        # Julian before 1582-10-15, so it calls every such local time a gap.
         return "pre-gregorian-local-at"
     if mine is None or theirs is None:
         return None
-    # SPEC §7.2: batch decide reports time_out_of_range / invalid_rule; the reference only has
-    # the fold's view of these (corrupt_schedule_log).
+    # docs/rules.md#catch-up: batch decide reports time_out_of_range / invalid_rule; the reference
+    # only has the fold's view of these (corrupt_schedule_log).
     precondition = mine["code"] in {"time_out_of_range", "invalid_rule"}
     if case["op"] == "every" and theirs["code"] == "corrupt_schedule_log" and precondition:
         return "decide-precondition-codes"
@@ -304,7 +305,7 @@ def _known(case: dict[str, Any], ours: dict[str, Any], ref: dict[str, Any]) -> s
 
 NOW = 1_769_904_000_000  # 2026-02-01T00:00:00.000Z
 FIXED = [
-    {"prompt": "p", "at": "2026-03-01T10:00:00+05:30"},  # SPEC §5.3 examples
+    {"prompt": "p", "at": "2026-03-01T10:00:00+05:30"},  # docs/rules.md#at-range examples
     {
         "prompt": "p",
         "at": {"date": "2026-12-24", "time": "18:00:00.5", "time_zone": "Europe/Berlin"},

@@ -10,7 +10,7 @@ Raw mode: the first byte picks the handler table (rules, session, host), the res
 arrives on stdin, decoded as a strict UTF-8 locale decodes it. Structured mode: the bytes
 drive the Hypothesis strategy of the ``batch_lines`` target (valid requests mutated one member
 at a time). Either way the property is the fuzz suite's: one JSON answer per request line,
-codes from SPEC §14, no exception escaping. Any libFuzzer flag (``-runs``, ``-max_len``,
+codes from docs/errors.md, no exception escaping. Any libFuzzer flag (``-runs``, ``-max_len``,
 ``-max_total_time``, a corpus directory) is passed through.
 """
 

@@ -229,7 +229,8 @@ class HostEnv:
         return [d.to_json() for d in self.run(self.batch.service.tick())]
 
     def check_store(self) -> None:
-        """The store on disk must still open: nothing written may refuse it (SPEC §11.3)."""
+        """The store on disk must still open: nothing written may refuse it
+        (docs/protocol.md#open-failures)."""
         path = self.dir / self.store_name
         if self.backend == "json":
             if path.exists():

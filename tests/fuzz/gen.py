@@ -1130,7 +1130,7 @@ def message_id(src: Source, n: int) -> str:
 
 
 def task_json(src: Source, task_id: str | None = None) -> dict[str, object]:
-    """A valid host task (SPEC §11.1) with a consistent receipt and history."""
+    """A valid host task (docs/protocol.md#task-document) with a consistent receipt and history."""
     record = record_json(src, host=True)
     if task_id is not None:
         record["id"] = task_id

@@ -1,9 +1,9 @@
 """The fuzz property: what may come out of the library for hostile input.
 
 * No exception escapes except the documented ones: :class:`ScheduleError` subclasses (with a
-  SPEC §14 code) and, where documented, :class:`JSONSyntaxError`.
-* Every rejection (raised error, error value, result code) carries a code from SPEC §14, and
-  from the narrower set the SPEC allows at that entry point.
+  docs/errors.md code) and, where documented, :class:`JSONSyntaxError`.
+* Every rejection (raised error, error value, result code) carries a code from docs/errors.md, and
+  from the narrower set the documentation allows at that entry point.
 * Every value handed back to a caller is JSON that our own writer can encode and read back.
 
 A violation raises :class:`Escape`, which names what escaped and from where.
@@ -19,8 +19,8 @@ from schedlog.rules.text import js_dumps, loads_strict
 
 T = TypeVar("T")
 
-#: Every code of SPEC §14, table by table.
-INPUT_CODES: Final = frozenset(  # §14.1
+#: Every code of docs/errors.md, table by table.
+INPUT_CODES: Final = frozenset(  # docs/errors.md#input-codes
     {
         "invalid_selector",
         "invalid_prompt",
@@ -34,25 +34,27 @@ INPUT_CODES: Final = frozenset(  # §14.1
         "internal_error",
     }
 )
-RESULT_CODES: Final = frozenset(  # §14.2
+RESULT_CODES: Final = frozenset(  # docs/errors.md#result-codes
     {"schedule_not_found", "schedule_ended", "schedule_conflict", "delivery_cursor_not_found"}
 )
 STORE_OPEN_CODES: Final = frozenset({"malformed-medium", "version-mismatch", "invalid-record"})
 #: Opening a store another service holds (our addition to the three validation failures).
 STORE_LOCK_CODES: Final = frozenset({"store-locked"})
-CLI_CODES: Final = frozenset({"invalid_request"})  # §14.4
+CLI_CODES: Final = frozenset({"invalid_request"})  # docs/errors.md#cli-code
 #: Every stable code: the code headings of docs/errors.md (tests/fuzz/test_oracle.py checks).
 STABLE_CODES: Final = INPUT_CODES | RESULT_CODES | STORE_OPEN_CODES | STORE_LOCK_CODES | CLI_CODES
 
-# Narrower sets, per entry point, as the SPEC states them.
-DECODER: Final = frozenset({"corrupt_schedule_log"})  # §6.5, §10.2, §10.3
-CRON: Final = frozenset({"invalid_rule"})  # §8.2
-ZONE: Final = frozenset({"invalid_time_zone"})  # §4.1
+# Narrower sets, per entry point, as the documentation states them.
+#: docs/protocol.md#record-decoders, docs/protocol.md#changes, docs/protocol.md#fold
+DECODER: Final = frozenset({"corrupt_schedule_log"})
+CRON: Final = frozenset({"invalid_rule"})  # docs/rules.md#cron-grammar
+ZONE: Final = frozenset({"invalid_time_zone"})  # docs/rules.md#zone-check
 AT: Final = frozenset({"invalid_rule", "invalid_time_zone", "time_out_of_range", "not_future"})
-DECIDE: Final = frozenset({"time_out_of_range", "invalid_rule"})  # §7.2
+DECIDE: Final = frozenset({"time_out_of_range", "invalid_rule"})  # docs/rules.md#catch-up
 CREATE: Final = INPUT_CODES - {"corrupt_schedule_log", "persistence_uncertain", "internal_error"}
 UPDATE: Final = CREATE | {"schedule_conflict"}
-#: Host tool values (§11.10) never carry corrupt_schedule_log or persistence_uncertain.
+#: Host tool values (docs/protocol.md#host-tools) never carry corrupt_schedule_log or
+# persistence_uncertain.
 #: internal_error is allowed (a session id the store cannot hold fails the write), but any
 #: exception that reached the tools' catch-all is reported separately (``tool.failed``).
 HOST_TOOL: Final = INPUT_CODES - {"corrupt_schedule_log", "persistence_uncertain"} | {
@@ -61,7 +63,8 @@ HOST_TOOL: Final = INPUT_CODES - {"corrupt_schedule_log", "persistence_uncertain
     "schedule_conflict",
 }
 HOST_REMOTE: Final = HOST_TOOL | {"delivery_cursor_not_found"}
-#: Session tool values (§10.5) on a readable log; corrupt logs add corrupt_schedule_log.
+#: Session tool values (docs/protocol.md#session-tools) on a readable log; corrupt logs add
+# corrupt_schedule_log.
 SESSION_TOOL: Final = CREATE | {"schedule_not_found", "corrupt_schedule_log"}
 SESSION_TOOL_DAMAGED: Final = SESSION_TOOL | {"persistence_uncertain"}
 
@@ -72,7 +75,7 @@ class Escape(AssertionError):
 
 def check_code(code: object, allowed: Iterable[str], where: str) -> None:
     if type(code) is not str or code not in STABLE_CODES:
-        raise Escape(f"{where}: code {code!r} is not a SPEC §14 code")
+        raise Escape(f"{where}: code {code!r} is not a docs/errors.md code")
     if code not in allowed:
         raise Escape(f"{where}: code {code!r} is not allowed here (allowed: {sorted(allowed)})")
 

@@ -8,7 +8,7 @@ Not part of CI. Usage (from the repository root, in the venv)::
 Each target gets ``total × weight / Σ weights`` inputs, split into chunks that ``--jobs``
 worker processes run. Input ``i`` of a chunk is generated from its own 64-bit seed, so every
 escape is printed with ``--replay TARGET SEED`` and reproduces exactly. An escape is any
-:class:`~tests.fuzz.oracle.Escape` (an undocumented exception, a code outside SPEC §14, a
+:class:`~tests.fuzz.oracle.Escape` (an undocumented exception, a code outside docs/errors.md, a
 value that is not JSON, a swallowed exception); a generator failure is counted apart (it is a
 bug of the fuzzer, not of the library).
 """

@@ -385,7 +385,7 @@ def decide_target(item: tuple[object, bool, int]) -> None:
     if d.next_scheduled_at is not None:
         ok = ok and not record.is_one_shot and when < d.next_scheduled_at <= MAX_MS
     if not ok:
-        raise o.Escape(f"decide({record!r}, {when}) = {d!r} breaks SPEC §7.9")
+        raise o.Escape(f"decide({record!r}, {when}) = {d!r} breaks docs/rules.md#catch-up")
 
 
 def _gen_create(src: Source) -> tuple[bool, object, int]:
@@ -476,7 +476,7 @@ def host_env(backend: str = "json") -> HostEnv:
 
 def _jsonable(value: object) -> object:
     """Tool and remote arguments are JSON: a Python value nested past what JSON text can carry
-    (SPEC §2.6 decoding stops near 1000 levels) is replaced by a marker."""
+    (docs/protocol.md#json-input decoding stops near 1000 levels) is replaced by a marker."""
     try:
         js_dumps(value)
     except RecursionError:

@@ -1,4 +1,4 @@
-"""Delivery history (SPEC §11.9): append with retention and cursor paging."""
+"""Delivery history (docs/protocol.md#history): append with retention and cursor paging."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``schedlog host batch`` (SPEC §15.4-§15.6) through its handler, and the read commands."""
+"""``schedlog host batch`` (docs/protocol.md#batch-host, docs/quickstart.md#create) through its
+handler, and the read commands."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The host delivers into sessions whatever their legacy schedule events hold (SPEC §11.13), but
-never into a session log with a corrupt complete line (SPEC §9.3, §12.4)."""
+"""The host delivers into sessions whatever their legacy schedule events hold
+(docs/protocol.md#legacy-events), but never into a session log with a corrupt complete line
+(docs/protocol.md#torn-tail, docs/concepts.md#delivery-guarantees)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``schedlog migrate`` (SPEC §16.5): legacy reminders recreated as host tasks, idempotently."""
+"""``schedlog migrate`` (docs/operations.md#migration): legacy reminders recreated as host tasks,
+idempotently."""
 
 from __future__ import annotations
 

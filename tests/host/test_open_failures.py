@@ -1,5 +1,6 @@
-"""Open failures (SPEC §11.3): the right code, in the stated order, and the files unchanged
-(checked by hashing), with no -wal/-shm companions created for a refused SQLite file."""
+"""Open failures (docs/protocol.md#open-failures): the right code, in the stated order, and the
+files unchanged (checked by hashing), with no -wal/-shm companions created for a refused SQLite
+file."""
 
 from __future__ import annotations
 

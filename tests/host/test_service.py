@@ -1,4 +1,6 @@
-"""The host service (SPEC §11.4-§11.8, §11.12, §11.13, §12.3) on a virtual clock: no sleeps."""
+"""The host service (docs/concepts.md#host-service, docs/protocol.md#host-delivery,
+docs/protocol.md#host-archive, docs/protocol.md#legacy-events, docs/protocol.md#message-ids) on a
+virtual clock: no sleeps."""
 
 from __future__ import annotations
 

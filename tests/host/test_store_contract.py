@@ -1,4 +1,5 @@
-"""One contract suite for every TaskStore backend (SPEC §11.2), parametrized over both."""
+"""One contract suite for every TaskStore backend (docs/protocol.md#store-sqlite), parametrized over
+both."""
 
 from __future__ import annotations
 
@@ -168,8 +169,8 @@ def test_active_targets_equal_decoding(tmp_path: Path, backend: str) -> None:
         s.close()
 
 
-# Hand-written task bodies (valid §11.1 tasks) that spell names or values with JSON escapes,
-# which SQLite's json_extract path lookup does not unescape, next to plain ones.
+# Hand-written task bodies (valid docs/protocol.md#task-document tasks) that spell names or values
+# with JSON escapes, which SQLite's json_extract path lookup does not unescape, next to plain ones.
 _R = '"record":{"id":"%s","kind":"at","title":"T","prompt":"%s","scheduledAt":"%s"}'
 _AT = "2026-05-02T09:00:00.000Z"
 _RAW_BODIES = {

@@ -1,4 +1,5 @@
-"""The task document (SPEC §11.1): strict decoding, writing order, effective history."""
+"""The task document (docs/protocol.md#task-document): strict decoding, writing order, effective
+history."""
 
 from __future__ import annotations
 

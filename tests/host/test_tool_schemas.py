@@ -1,5 +1,6 @@
-"""The host tool schemas (SPEC §11.10): a well-formed JSON Schema document, descriptions that say
-what the model must know, and types that accept every value HostTools actually returns."""
+"""The host tool schemas (docs/protocol.md#host-tools): a well-formed JSON Schema document,
+descriptions that say what the model must know, and types that accept every value HostTools actually
+returns."""
 
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ def test_catalog_passes_the_2020_12_metaschema() -> None:
 
 
 def test_descriptions_say_what_section_11_10_asks() -> None:
-    """The SHOULD of SPEC §11.10's last paragraph, phrase by phrase."""
+    """The SHOULD of docs/protocol.md#host-tools's last paragraph, phrase by phrase."""
     text = {name: description for name, (description, _) in TOOLS.items()}
     for name, description in text.items():
         assert "this session" in description or "current session" in description, name

@@ -1,4 +1,5 @@
-"""Host tools (SPEC §11.10) and remote operations (SPEC §11.11): codes and shapes."""
+"""Host tools (docs/protocol.md#host-tools) and remote operations (docs/protocol.md#remote): codes
+and shapes."""
 
 from __future__ import annotations
 

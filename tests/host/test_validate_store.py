@@ -1,6 +1,6 @@
-"""``schedlog validate --store`` (SPEC §16.1): the store report, each open failure (§11.3), and
-no file created, written or locked (every file of the store's directory hashed before and
-after, so the listing is compared too)."""
+"""``schedlog validate --store`` (docs/cli.md#validate): the store report, each open failure
+(docs/protocol.md#open-failures), and no file created, written or locked (every file of the store's
+directory hashed before and after, so the listing is compared too)."""
 
 from __future__ import annotations
 
@@ -114,7 +114,8 @@ def test_hand_written_json_store(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_zero_length_sqlite_file_is_an_empty_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # open_store initializes such a file (§11.2), so the service would open it: ok, 0 tasks.
+    # open_store initializes such a file (docs/protocol.md#store-sqlite), so the service would open
+    # it: ok, 0 tasks.
     path = tmp_path / "schedule.db"
     path.write_bytes(b"")
     before = listing(tmp_path)

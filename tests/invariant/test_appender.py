@@ -1,5 +1,6 @@
 """The appender: validation on open, torn-tail truncation, invariant-checked appends and the
-``fsync`` durability barrier (SPEC §9.1, §9.3, §9.6, §10.3)."""
+``fsync`` durability barrier (docs/protocol.md#session-log, docs/protocol.md#torn-tail,
+docs/protocol.md#durability, docs/protocol.md#fold)."""
 
 from __future__ import annotations
 

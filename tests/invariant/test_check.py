@@ -1,4 +1,5 @@
-"""The replay invariant (SPEC §10.3): ``check`` judges one candidate against a fold state."""
+"""The replay invariant (docs/protocol.md#fold): ``check`` judges one candidate against a fold
+state."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Random event streams: the fold equals a simple model after every step, and
-``check(prefix_state, e)`` accepts exactly when ``fold(prefix + [e])`` succeeds (SPEC §10.3)."""
+``check(prefix_state, e)`` accepts exactly when ``fold(prefix + [e])`` succeeds
+(docs/protocol.md#fold)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Crash matrix: kill a workload with SIGKILL, restart it on the same files, and check that
-nothing acknowledged was lost and nothing due was delivered twice (SPEC §9.3, §9.6, §10.6,
-§10.7, §11.3, §11.8, §12).
+nothing acknowledged was lost and nothing due was delivered twice (docs/protocol.md#torn-tail,
+docs/protocol.md#durability, docs/concepts.md#live-owner,
+docs/protocol.md#open-failures, docs/protocol.md#host-delivery,
+docs/concepts.md#delivery-guarantees).
 
 A **workload** is a deterministic list of steps over virtual time (creates, deletes, updates,
 remote operations and ticks), planned from the seed. It runs in a **child process** through
@@ -276,7 +278,8 @@ class _Emitter:
 
 
 def _call(handlers: Any, request: dict[str, Any]) -> dict[str, Any]:
-    """One request through the batch loop (SPEC §15.1); its one response line, decoded."""
+    """One request through the batch loop (docs/protocol.md#batch); its one response line,
+    decoded."""
     out = io.StringIO()
     run_batch([js_dumps(request)], handlers, out)
     response: dict[str, Any] = json.loads(out.getvalue())

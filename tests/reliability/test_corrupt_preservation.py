@@ -1,5 +1,5 @@
-"""Corrupt files are never modified by what refuses them (issue 6 item 3; SPEC §9.3, §11.3,
-§16).
+"""Corrupt files are never modified by what refuses them (issue 6 item 3;
+docs/protocol.md#torn-tail, docs/protocol.md#open-failures, docs/cli.md#schedlog).
 
 For every session-log fixture that is invalid, and for every store open failure (a malformed
 medium, a version mismatch, an invalid record; JSON documents and SQLite files, including a
@@ -50,8 +50,10 @@ def _expected(log: Path) -> dict[str, Any]:
 
 
 INVALID_LOGS = [p for p in sorted(FIXTURES.glob("*.jsonl")) if not _expected(p)["validate"]["ok"]]
-#: Logs whose corruption is a complete line (SPEC §9.3), not only the fold of the owned suffix:
-#: the host, which does not fold legacy schedule events, refuses only these (§11.13, §12.4).
+#: Logs whose corruption is a complete line (docs/protocol.md#torn-tail), not only the fold of the
+# owned suffix:
+#: the host, which does not fold legacy schedule events, refuses only these
+# (docs/protocol.md#legacy-events, docs/concepts.md#delivery-guarantees).
 LINE_CORRUPT_LOGS = [p for p in INVALID_LOGS if read_log(p).corruption is not None]
 
 
@@ -120,7 +122,7 @@ def test_session_log_refusals_leave_the_log_alone(tmp_path: Path, fixture: Path)
     log = _copy_log(fixture, logs)
     before = snapshot(logs)
 
-    # The offline commands (SPEC §16): validate and replay fail, repair refuses.
+    # The offline commands (docs/cli.md#schedlog): validate and replay fail, repair refuses.
     code, lines = cli(["validate", "--json", str(log)])
     assert code == 1 and json.loads(lines[0])["ok"] is False
     code, lines = cli(["replay", "--json", "--log", str(log)])
@@ -132,7 +134,7 @@ def test_session_log_refusals_leave_the_log_alone(tmp_path: Path, fixture: Path)
         assert code == 1 and json.loads(lines[0])["truncatedBytes"] == 0
     assert_unchanged(before, logs)
 
-    # session batch (SPEC §15.3, §15.5): every operation, through the real command.
+    # session batch (docs/protocol.md#batch-session): every operation, through the real command.
     requests = [
         {"op": "schedule_create", "now": NOW, "args": {"prompt": "p", "after_seconds": 60}},
         {"op": "schedule_list", "now": NOW, "args": {}},
@@ -159,7 +161,7 @@ def test_session_log_refusals_leave_the_log_alone(tmp_path: Path, fixture: Path)
         fork_log(log, 0, "child", tmp_path / "child.jsonl")
     assert_unchanged(before, logs)
 
-    # migrate reads the log (SPEC §16.5: "the session log is never modified").
+    # migrate reads the log (docs/operations.md#migration: "the session log is never modified").
     code, lines = cli(["migrate", "--log", str(log), "--store", str(tmp_path / "s.db")])
     assert code == 1 and json.loads(lines[0])["error"]["code"] == "corrupt_schedule_log"
     assert_unchanged(before, logs)
@@ -196,8 +198,9 @@ def test_direct_batch_session_on_a_corrupt_log(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fixture", LINE_CORRUPT_LOGS, ids=[p.stem for p in LINE_CORRUPT_LOGS])
 def test_host_delivery_into_a_corrupt_log_leaves_it_alone(tmp_path: Path, fixture: Path) -> None:
-    """A host delivery group whose session log is corrupt fails (SPEC §11.8, §12.4); the log
-    is not truncated, repaired or appended to, and the reminder stays due."""
+    """A host delivery group whose session log is corrupt fails (docs/protocol.md#host-delivery,
+    docs/concepts.md#delivery-guarantees); the log is not truncated, repaired or appended to, and
+    the reminder stays due."""
     sessions = tmp_path / "sessions"
     session = "victim/1"
     _copy_log(fixture, sessions, f"{encode_session_id(session)}.jsonl")
@@ -296,18 +299,18 @@ def test_store_refusals_leave_the_store_alone(
     log = _copy_log(FIXTURES / "valid-chatter.jsonl", tmp_path / "logs")
     backend = "json" if filename.endswith(".json") else "sqlite"
 
-    # The library open (SPEC §11.3).
+    # The library open (docs/protocol.md#open-failures).
     with pytest.raises(StoreOpenError) as info:
         open_store(store)
     assert info.value.code == code
     assert_unchanged(before, folder, lock=lock)
 
-    # validate --store (SPEC §16.1).
+    # validate --store (docs/cli.md#validate).
     status, lines = cli(["validate", "--json", "--store", str(store), "--backend", backend])
     report = json.loads(lines[0])
     assert status == 1 and report["ok"] is False and report["error"]["code"] == code
 
-    # host batch (SPEC §15.4): every line gets the open failure.
+    # host batch (docs/protocol.md#batch-host): every line gets the open failure.
     requests = [
         {"op": "schedule_list", "session": "s-1", "now": NOW, "args": {}},
         {"op": "tick", "now": LATER},

@@ -1,4 +1,6 @@
-"""Security properties (issue 6 item 4; SPEC §2.5, §9.1, §11.6, §11.10, §11.11, §13, §15.4).
+"""Security properties (issue 6 item 4; docs/protocol.md#json-output, docs/protocol.md#session-log,
+docs/protocol.md#remote, docs/protocol.md#host-tools, docs/protocol.md#remote,
+docs/protocol.md#framing, docs/protocol.md#batch-host).
 
 * Session isolation: every host tool and remote operation given another session's id answers
   ``schedule_not_found`` (and changes nothing); session-local sessions only see their own log.
@@ -108,7 +110,8 @@ def host_batch(
 
 def _answers(output: str, count: int) -> list[Any]:
     """Batch output is one JSON text per ``\\n``-terminated line. Not ``str.splitlines()``:
-    U+2028, U+2029 and U+0085 stay raw in JSON (SPEC §2.5) and would split a line."""
+    U+2028, U+2029 and U+0085 stay raw in JSON (docs/protocol.md#json-output) and would split a
+    line."""
     assert output.endswith("\n") or count == 0
     lines = output.split("\n")[:-1]
     assert len(lines) == count
@@ -313,9 +316,9 @@ def test_batch_framing_cannot_be_forged(reminders: list[FramedReminder]) -> None
 
 
 def test_line_separators_stay_raw_so_split_framing_on_newline_only() -> None:
-    """SPEC §2.5 keeps U+2028/U+2029 unescaped (JavaScript's JSON.stringify): the framing has
-    its fixed lines when split on ``\\n``, which is the only separator the SPEC uses. A reader
-    that also splits on Unicode line separators (``str.splitlines``) would see more lines."""
+    """docs/protocol.md#json-output keeps U+2028/U+2029 unescaped (JavaScript's JSON.stringify): the
+    framing has its fixed lines when split on ``\\n``, which is the only separator the SPEC uses. A
+    reader that also splits on Unicode line separators (``str.splitlines``) would see more lines."""
     reminder = FramedReminder("schedule-1", 0, "a\u2028[SCHEDULE REMINDER]\u2029b")
     text = single_framing(reminder)
     _check_single(text, reminder)
@@ -593,7 +596,8 @@ def test_a_huge_torn_tail_is_only_a_torn_tail(tmp_path: Path) -> None:
     assert contents.ok and contents.complete_size == len(HEADER)
     assert len(contents.torn_tail) == log.stat().st_size - len(HEADER)
     with capture_logs():
-        LogAppender.open(log).close()  # opening for append truncates it (SPEC §9.3)
+        # opening for append truncates it (docs/protocol.md#torn-tail)
+        LogAppender.open(log).close()
     assert log.read_bytes() == HEADER.encode()
 
 

@@ -1,4 +1,4 @@
-"""Absolute ``at`` input (SPEC §5) and the shared time-of-day grammar."""
+"""Absolute ``at`` input (docs/rules.md#at) and the shared time-of-day grammar."""
 
 from __future__ import annotations
 
@@ -286,7 +286,8 @@ def test_local_form_errors(value: object, code: str, message: str) -> None:
     fails(code, message, value, now=ms("2000-01-01T00:00:00.000Z"))
 
 
-# --- range and future checks (§5.3) ------------------------------------------------------------
+# --- range and future checks (docs/rules.md#at-range)
+# ------------------------------------------------------------
 
 RANGE_CASES = [
     ("spec-5.3-year-0", "0001-01-01T05:00:00+06:00", NOW, "time_out_of_range", MSG_OUT_OF_RANGE),

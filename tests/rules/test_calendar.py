@@ -1,4 +1,5 @@
-"""Daily and weekly rules: input (SPEC §7.5), next target (§7.6), latest candidate (§7.7).
+"""Daily and weekly rules: input (docs/rules.md#daily-weekly), next target
+(docs/rules.md#daily-weekly), latest candidate (docs/rules.md#daily-weekly).
 
 The zoneinfo oracle below resolves local times independently of ``Zone.resolve_local`` (with
 ``fold`` and a round trip, from the same pinned tzdata files); other rule tests import it.
@@ -92,7 +93,8 @@ def oracle_local_date(name: str, instant: int) -> dt.date:
 def oracle_next(
     name: str, time_ms: int, weekdays: tuple[int, ...] | None, floor: int, after: dt.date | None
 ) -> int | None:
-    """SPEC §7.6 by brute force over ``datetime`` dates (for floors well inside 1900-2100)."""
+    """docs/rules.md#daily-weekly by brute force over ``datetime`` dates (for floors well inside
+    1900-2100)."""
     date = oracle_local_date(name, floor)
     if after is not None and after + timedelta(days=1) > date:
         date = after + timedelta(days=1)
@@ -108,7 +110,7 @@ def oracle_next(
 def oracle_latest(
     name: str, time_ms: int, weekdays: tuple[int, ...] | None, at: int, target: int
 ) -> int | None:
-    """SPEC §7.7 step 1 by brute force."""
+    """docs/rules.md#daily-weekly by brute force."""
     date = (_EPOCH + at * _MS).date() + timedelta(days=1)
     stop = oracle_local_date(name, target)
     while date >= stop:
@@ -151,7 +153,8 @@ DAILY_TIME = "daily.time must use HH:mm:ss with optional 1-3 digit fractional se
 WEEKLY_TIME = "weekly.time must use HH:mm:ss with optional 1-3 digit fractional seconds."
 TZ_INVALID = "time_zone must be UTC or a valid IANA Area/Location name."
 
-# --- input (§7.5) ------------------------------------------------------------------------------
+# --- input (docs/rules.md#daily-weekly)
+# ------------------------------------------------------------------------------
 
 
 def test_daily_normalizes_time_and_zone() -> None:
@@ -268,7 +271,8 @@ def test_weekly_errors(value: object, code: str, message: str) -> None:
     input_error(code, message, parse_weekly, value)
 
 
-# --- next target (§7.6) ------------------------------------------------------------------------
+# --- next target (docs/rules.md#daily-weekly)
+# ------------------------------------------------------------------------
 
 NEXT_CASES = [
     # (id, zone, time, weekdays, floor, after_days, expected)
@@ -635,7 +639,8 @@ def test_last_local_day_is_10000_01_01() -> None:
     assert local_day(zone("Etc/GMT+12"), MIN_MS) == days_from_civil(0, 12, 31)
 
 
-# --- latest candidate (§7.7 step 1) ------------------------------------------------------------
+# --- latest candidate (docs/rules.md#daily-weekly)
+# ------------------------------------------------------------
 
 LATEST_CASES = [
     # (id, zone, time, weekdays, at, target, expected)

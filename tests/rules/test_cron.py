@@ -1,4 +1,5 @@
-"""SPEC §8: the cron dialect: parse errors, canonical form, date matching, next and latest-due.
+"""docs/rules.md#cron: the cron dialect: parse errors, canonical form, date matching, next and
+latest-due.
 
 The arithmetic is checked two ways: tables of hand-checked vectors (the SPEC example, DST
 spring/autumn pairs per zone, the range edges) and Hypothesis properties that compare
@@ -57,7 +58,8 @@ def error_of(expression: object) -> str:
     return caught.value.message
 
 
-# --- §8.2 parse errors ------------------------------------------------------------------------
+# --- docs/rules.md#cron-grammar parse errors
+# ------------------------------------------------------------------------
 
 NOT_STRING = "cron.expression must be a non-empty trimmed string."
 FIELD_COUNT = (
@@ -250,7 +252,8 @@ def test_rule_constructor_checks_its_sets() -> None:
         CronRule((5,), (9,), (1,), (1,), (0,), True, *[False] * 4)
 
 
-# --- §8.4 canonical form ----------------------------------------------------------------------
+# --- docs/rules.md#cron-canonical canonical form
+# ----------------------------------------------------------------------
 
 CANONICAL: list[tuple[str, str, str]] = [
     ("spec-progression-and-dow", "5,10,15,20 9 * * 7,1", "5-20/5 9 * * 0-1"),
@@ -296,7 +299,8 @@ def test_canonical(expression: str, canonical: str) -> None:
     assert original == again
 
 
-# --- §8.5 date matching -----------------------------------------------------------------------
+# --- docs/rules.md#cron-star date matching
+# -----------------------------------------------------------------------
 
 
 def day(y: int, m: int, d: int) -> int:
@@ -333,7 +337,8 @@ def test_matches_date(expression: str, ymd: tuple[int, int, int], expected: bool
     assert parse_cron(expression).matches_date(day(*ymd)) is expected
 
 
-# --- §8.6 / §8.7 examples ---------------------------------------------------------------------
+# --- docs/rules.md#cron-next / docs/rules.md#cron-next examples
+# ---------------------------------------------------------------------
 
 
 def test_spec_example() -> None:
@@ -634,7 +639,8 @@ def test_latest(
     assert iso(cron_latest(rule, zone(zone_name), ms(at), ms(target))) == expected
 
 
-# --- range edges (SPEC §3.3, §8.6, §8.7) ------------------------------------------------------
+# --- range edges (docs/rules.md#instants, docs/rules.md#cron-next)
+# ------------------------------------------------------
 
 EDGES_NEXT: list[tuple[str, str, str, int, str | None]] = [
     # UTC-12: local date 0000-12-31 holds representable instants.
@@ -783,7 +789,8 @@ def test_every_minute_decision_converts_few_times(zone_name: str, at: str) -> No
 
 
 def naive_targets(rule: CronRule, where: Zone, start: int, end: int) -> list[int]:
-    """Every target in (start, end], minute by minute, straight from SPEC §4.4 and §8.5.
+    """Every target in (start, end], minute by minute, straight from docs/rules.md#local-time and
+    docs/rules.md#cron-star.
 
     An instant is a target when its local wall-clock value matches the rule and no earlier
     instant had that value (so a repeated time counts once, at the earlier instant). Valid for
@@ -1083,10 +1090,10 @@ CLOSE_RULES = [
 
 
 class SpecWalk:
-    """SPEC §8.6 and §8.7 taken literally for one rule and zone, with each local time resolved
-    by brute force over the zone's offsets (§4.4): dates in walk order, times in ascending
-    (next) or descending (latest) order. In a zone whose changes overlap each other, that order
-    is not the order of the instants, so a minute-by-minute scan is not the reference here."""
+    """docs/rules.md#cron-next taken literally for one rule and zone, with each local time resolved
+    by brute force over the zone's offsets (docs/rules.md#local-time): dates in walk order, times in
+    ascending (next) or descending (latest) order. In a zone whose changes overlap each other, that
+    order is not the order of the instants, so a minute-by-minute scan is not the reference here."""
 
     def __init__(self, rule: CronRule, where: Zone) -> None:
         self.rule = rule

@@ -1,4 +1,5 @@
-"""Decisions and first targets for all six kinds (SPEC §7.2-§7.9, §8.6, §8.7)."""
+"""Decisions and first targets for all six kinds (docs/rules.md#catch-up,
+docs/rules.md#cron-next)."""
 
 from __future__ import annotations
 
@@ -87,7 +88,8 @@ ALL_KINDS = [
     cron("0 9 * * *", "UTC", T0),
 ]
 
-# --- preconditions (§7.2) ----------------------------------------------------------------------
+# --- preconditions (docs/rules.md#catch-up)
+# ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("rec", ALL_KINDS, ids=[r.kind for r in ALL_KINDS])
@@ -119,7 +121,8 @@ def test_range_check_comes_before_order_check() -> None:
     )
 
 
-# --- one-shot and fixed rate (§7.3, §7.4) ------------------------------------------------------
+# --- one-shot and fixed rate (docs/rules.md#after, docs/rules.md#every)
+# ------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", ["after", "at"])
@@ -226,7 +229,8 @@ def test_every_interval_invariant(seconds: int | None) -> None:
         decide(rec, ms(T0))
 
 
-# --- daily and weekly (§7.7) -------------------------------------------------------------------
+# --- daily and weekly (docs/rules.md#daily-weekly)
+# -------------------------------------------------------------------
 
 CALENDAR_CASES = [
     # (id, record, at, occurrence, next)
@@ -420,7 +424,8 @@ def test_unusable_hand_built_records_are_corrupt(rec: Record) -> None:
         decide(rec, ms(T0))
 
 
-# --- cron (§8.6, §8.7) -------------------------------------------------------------------------
+# --- cron (docs/rules.md#cron-next)
+# -------------------------------------------------------------------------
 
 CRON_CASES = [
     (
@@ -778,8 +783,8 @@ def test_cron_decision_properties(expression: str, zone_name: str, now: int, del
     occurrence, following = decide(rec, at)
     assert target <= occurrence <= at
     assert following is not None and following > at
-    # Against the literal SPEC §8.6/§8.7 walk of tests/rules/test_cron.py, not cron_next itself
-    # (which decide calls): the next target after ``at``, and the latest one at or before it.
+    # Against the literal docs/rules.md#cron-next walk of tests/rules/test_cron.py, not cron_next
+    # itself (which decide calls): the next target after ``at``, and the latest one at or before it.
     spec = SpecWalk(rule, z)
     horizon = at // DAY_MS + 9 * 366  # every rule here fires at least once in 9 years
     assert following == spec.next(at, horizon)

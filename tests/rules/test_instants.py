@@ -1,4 +1,5 @@
-"""SPEC §1.4, §3: canonical instants and the civil calendar, including years 0 and 10000."""
+"""docs/rules.md#instants: canonical instants and the civil calendar, including years 0 and
+10000."""
 
 import re
 from datetime import UTC, datetime, timedelta

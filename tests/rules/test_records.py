@@ -1,4 +1,5 @@
-"""Record decoders (SPEC §6) and record construction from create arguments (§10.5, §11.10)."""
+"""Record decoders (docs/protocol.md#records) and record construction from create arguments
+(docs/protocol.md#session-tools, docs/protocol.md#host-tools)."""
 
 from __future__ import annotations
 
@@ -223,7 +224,8 @@ def test_record_from_json_picks_the_decoder() -> None:
     assert record_from_json(LEGACY_RECORDS["at"], "legacy").kind == "at"
 
 
-# --- decoders: failures in check order (§6.5) --------------------------------------------------
+# --- decoders: failures in check order (docs/protocol.md#record-decoders)
+# --------------------------------------------------
 
 TITLE_REQUIRED = "schedule record title is required and must be non-empty after trimming"
 SCHEDULED_AT = "schedule record scheduledAt must be a canonical YYYY-MM-DDTHH:MM:SS.mmmZ instant"
@@ -575,7 +577,8 @@ def test_legacy_every_seconds_accepted(value: object, expected: int) -> None:
     assert decoded.every_seconds == expected and type(decoded.every_seconds) is int
 
 
-# --- builders: session-local (§10.5) -----------------------------------------------------------
+# --- builders: session-local (docs/protocol.md#session-tools)
+# -----------------------------------------------------------
 
 NOW = ms("2026-05-01T08:50:00.000Z")
 
@@ -834,7 +837,8 @@ def test_session_build_errors(args: object, now: int, code: str, message: str) -
     input_error(code, message, build_session_record, args, id="schedule-1", now=now)
 
 
-# --- builders: host (§11.10, §11.5) ------------------------------------------------------------
+# --- builders: host (docs/protocol.md#host-tools)
+# ------------------------------------------------------------
 
 
 def host_args(**selector: object) -> dict[str, object]:

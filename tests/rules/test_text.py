@@ -1,4 +1,5 @@
-"""SPEC §2: JavaScript trim, UTF-16 length, JSON numbers, compact output, strict input."""
+"""docs/protocol.md#text-and-json: JavaScript trim, UTF-16 length, JSON numbers, compact output,
+strict input."""
 
 import contextlib
 import json

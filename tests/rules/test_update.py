@@ -1,4 +1,5 @@
-"""Update resolution: compare-and-set, content rules and timing equivalence (SPEC §11.7)."""
+"""Update resolution: compare-and-set, content rules and timing equivalence
+(docs/protocol.md#update)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Zones (SPEC §4): exact offsets from the bundled TZif data, local resolution, names.
+"""Zones (docs/rules.md#time-zones): exact offsets from the bundled TZif data, local resolution,
+names.
 
 ``zoneinfo`` is the reference for offsets. It is fed the same bundled bytes (never the OS
 zoneinfo) and only asked about instants it can represent as ``datetime`` values.
@@ -446,7 +447,8 @@ def test_transitions_outside_the_range_only_set_the_bound_offsets() -> None:
 
 
 def test_time_type_zero_applies_before_the_first_transition() -> None:
-    # RFC 8536 §3.2; zoneinfo would use the first standard-time type (+5:00) here instead.
+    # RFC 8536 docs/rules.md#instants; zoneinfo would use the first standard-time type (+5:00) here
+    # instead.
     data = make_tzif("", [(3600, True), (18000, False)], [(0, 1)])
     assert _table(data) == ([0], [HOUR_MS, 5 * HOUR_MS])
 

@@ -1,5 +1,5 @@
-"""SPEC §12: a process killed between ``followup()`` and the dispatch append, then restarted,
-records the dispatch without sending the reminder again."""
+"""docs/concepts.md#delivery-guarantees: a process killed between ``followup()`` and the dispatch
+append, then restarted, records the dispatch without sending the reminder again."""
 
 from __future__ import annotations
 

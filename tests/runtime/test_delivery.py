@@ -1,4 +1,5 @@
-"""The decision and the delivery step of SPEC §10.7, and identity-based recovery (§12.3)."""
+"""The decision and the delivery step of docs/concepts.md#live-owner, and identity-based recovery
+(docs/protocol.md#message-ids)."""
 
 from __future__ import annotations
 

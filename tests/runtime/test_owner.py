@@ -1,4 +1,5 @@
-"""Scenario tests of the live owner (SPEC §10.7) on the virtual clock: no test sleeps."""
+"""Scenario tests of the live owner (docs/concepts.md#live-owner) on the virtual clock: no test
+sleeps."""
 
 from __future__ import annotations
 

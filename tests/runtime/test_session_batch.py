@@ -1,4 +1,5 @@
-"""``schedlog session batch`` answers the examples of SPEC §9.5, §10 and §13 byte for byte."""
+"""``schedlog session batch`` answers the examples of docs/protocol.md#followup-events,
+docs/protocol.md#session-local and docs/protocol.md#framing byte for byte."""
 
 from __future__ import annotations
 

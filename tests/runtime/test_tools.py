@@ -1,4 +1,5 @@
-"""The three tools of SPEC §10.5: validation order, codes, barriers, cancellation, re-drive."""
+"""The three tools of docs/protocol.md#session-tools: validation order, codes, barriers,
+cancellation, re-drive."""
 
 from __future__ import annotations
 
