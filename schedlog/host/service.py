@@ -4,7 +4,7 @@ docs/protocol.md#host-archive, docs/protocol.md#legacy-events).
 Two layers:
 
 * :class:`HostCore` is synchronous and has no event loop: every operation takes its clock
-  samples from a ``now`` callable at the moment the SPEC says. It keeps the timer index (a
+  samples from a ``now`` callable at the moment the protocol fixes. It keeps the timer index (a
   ``SortedList`` of ``(scheduledAt, seq, id)`` over active tasks) in step with the store.
 * :class:`HostService` adds the asyncio FIFO (one worker runs create / update / delete /
   archive stop / delivery groups in arrival order), reads that do not queue, cancellation,

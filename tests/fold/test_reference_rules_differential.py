@@ -10,7 +10,7 @@ Opt-in, never required by CI: set ``SCHEDLOG_DIFFERENTIAL=1`` (same install and 
 function, so ``schedlog.eventlog.message_id`` is not compared.
 
 Results must be identical, or both sides must fail with the same code. Messages must match
-too, except for the differences where SPEC gives schedlog's own message or code; those are
+too, except for the differences where our docs give schedlog's own message or code; those are
 listed in ``KNOWN`` and in docs/decisions.md ("Differences from the npm reference").
 """
 

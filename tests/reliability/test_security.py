@@ -317,7 +317,7 @@ def test_batch_framing_cannot_be_forged(reminders: list[FramedReminder]) -> None
 
 def test_line_separators_stay_raw_so_split_framing_on_newline_only() -> None:
     """docs/protocol.md#json-output keeps U+2028/U+2029 unescaped (JavaScript's JSON.stringify): the
-    framing has its fixed lines when split on ``\\n``, which is the only separator the SPEC uses. A
+    framing has its fixed lines when split on ``\\n``, which is the one separator we use. A
     reader that also splits on Unicode line separators (``str.splitlines``) would see more lines."""
     reminder = FramedReminder("schedule-1", 0, "a\u2028[SCHEDULE REMINDER]\u2029b")
     text = single_framing(reminder)

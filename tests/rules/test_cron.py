@@ -1,7 +1,7 @@
 """docs/rules.md#cron: the cron dialect: parse errors, canonical form, date matching, next and
 latest-due.
 
-The arithmetic is checked two ways: tables of hand-checked vectors (the SPEC example, DST
+The arithmetic is checked two ways: tables of hand-checked vectors (the rules reference example, DST
 spring/autumn pairs per zone, the range edges) and Hypothesis properties that compare
 ``cron_next`` / ``cron_latest`` against a brute-force walk over every minute of a short window.
 """
