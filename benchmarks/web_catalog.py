@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/web_catalog.py                  # 1,000 and 100,000 tasks (~2 min)
-    python benchmarks/web_catalog.py --sizes 100000 --runs 20
+    python -m benchmarks.web_catalog                  # 1,000 and 100,000 tasks (~2 min)
+    python -m benchmarks.web_catalog --sizes 100000 --runs 20
 
 For each size:
 
@@ -43,24 +43,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import httpx
-from store_scale import populate_sqlite
 
+from benchmarks.store_scale import populate_sqlite
 from schedlog.rules.instants import format_instant
+from tests.web.chromium import CHROMIUM_ARGS
 
 TOKEN = "benchmark-token-0123456789abcdef"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _free_port() -> int:

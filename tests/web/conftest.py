@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tests.host.helpers import T0
+from tests.web.chromium import CHROMIUM_ARGS
 from tests.web.harness import (
-    CHROMIUM_ARGS,
     TOKEN,
     Live,
     chromium_path,
