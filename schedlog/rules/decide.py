@@ -164,12 +164,29 @@ def _decide_every(record: Record, at: int) -> Decision:
     return Decision(occurrence, following if following <= MAX_MS else None)
 
 
-def _decide_calendar(record: Record, at: int) -> Decision:
+def _stored_calendar(record: Record) -> tuple[Zone, int, tuple[int, ...] | None]:
+    """The zone, time of day (ms) and weekdays (weekly only) of a daily or weekly record."""
     zone = _stored_zone(record)
     time_ms = parse_normalized_time(record.time)
     if time_ms is None or (record.kind == "weekly" and not record.weekdays):
         raise CorruptScheduleError(f"schedule record {record.id!r} has no valid {record.kind} rule")
-    weekdays = record.weekdays if record.kind == "weekly" else None
+    return zone, time_ms, (record.weekdays if record.kind == "weekly" else None)
+
+
+def _stored_cron(record: Record) -> CronRule:
+    """The parsed rule of a cron record; a missing or invalid expression is corruption."""
+    if record.expression is None:
+        raise CorruptScheduleError(f"schedule record {record.id!r} has no cron expression")
+    try:
+        return cached_cron(record.expression)
+    except ScheduleInputError as exc:
+        raise CorruptScheduleError(
+            f"schedule record {record.id!r} expression is invalid: {exc.message}"
+        ) from None
+
+
+def _decide_calendar(record: Record, at: int) -> Decision:
+    zone, time_ms, weekdays = _stored_calendar(record)
     target = record.scheduled_at
     latest = calendar_latest(time_ms, weekdays, zone, at, target)
     occurrence = target if latest is None else max(latest, target)
@@ -178,15 +195,7 @@ def _decide_calendar(record: Record, at: int) -> Decision:
 
 
 def _decide_cron(record: Record, at: int) -> Decision:
-    zone = _stored_zone(record)
-    if record.expression is None:
-        raise CorruptScheduleError(f"schedule record {record.id!r} has no cron expression")
-    try:
-        rule = cached_cron(record.expression)
-    except ScheduleInputError as exc:
-        raise CorruptScheduleError(
-            f"schedule record {record.id!r} expression is invalid: {exc.message}"
-        ) from None
+    zone, rule = _stored_zone(record), _stored_cron(record)
     target = record.scheduled_at
     latest = cron_latest(rule, zone, at, target)
     occurrence = target if latest is None else max(latest, target)
@@ -252,11 +261,7 @@ def target_after_target(record: Record) -> Callable[[int], int | None]:
 
         return every
     if kind in ("daily", "weekly"):
-        zone = _stored_zone(record)
-        time_ms = parse_normalized_time(record.time)
-        if time_ms is None or (kind == "weekly" and not record.weekdays):
-            raise CorruptScheduleError(f"schedule record {record.id!r} has no valid {kind} rule")
-        weekdays = record.weekdays if kind == "weekly" else None
+        zone, time_ms, weekdays = _stored_calendar(record)
 
         def calendar(target: int) -> int | None:
             if not is_representable(target):
@@ -265,15 +270,7 @@ def target_after_target(record: Record) -> Callable[[int], int | None]:
 
         return calendar
     if kind == "cron":
-        zone = _stored_zone(record)
-        if record.expression is None:
-            raise CorruptScheduleError(f"schedule record {record.id!r} has no cron expression")
-        try:
-            rule = cached_cron(record.expression)
-        except ScheduleInputError as exc:
-            raise CorruptScheduleError(
-                f"schedule record {record.id!r} expression is invalid: {exc.message}"
-            ) from None
+        zone, rule = _stored_zone(record), _stored_cron(record)
 
         def cron(target: int) -> int | None:
             if not is_representable(target):
