@@ -161,6 +161,13 @@ EVENTS: Final[dict[str, EventSpec]] = {
         "host, PostgreSQL store: the change-notification connection was lost; it reconnects",
         "schedule: change notifications lost (<error>); retrying",
     ),
+    "store.pool_warning": EventSpec(
+        "warning",
+        ("error",),
+        "host, PostgreSQL store: the connection pool could not connect or dropped a broken"
+        " connection; it retries",
+        "schedule: connection pool: <error>",
+    ),
     "request.failed": EventSpec(
         "error",
         ("path", "code", "error"),

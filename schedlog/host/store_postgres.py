@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import socket
@@ -66,6 +67,25 @@ CLAIM_LIMIT: Final = 200
 #: Seed of the session advisory-lock hash (``hashtextextended``).
 SESSION_SEED: Final = 0x5C4ED1
 _MAX_BACKOFF_S: Final = 5.0
+
+
+class _PoolDiagnostics(logging.Handler):
+    """psycopg_pool's own warnings (a connection attempt that failed, a broken connection
+    discarded) as ``store.pool_warning`` diagnostics, so that they reach the operator in the
+    run's log format: without a handler, the standard library printed them as bare lines on
+    stderr, breaking ``--log-format json``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except Exception:  # a malformed log call of the library: keep its template
+            text = str(record.msg)
+        _log.warning("store.pool_warning", error=text, message=f"schedule: connection pool: {text}")
+
+
+_POOL_LOGGER: Final = logging.getLogger("psycopg.pool")
+if not any(isinstance(h, _PoolDiagnostics) for h in _POOL_LOGGER.handlers):
+    _POOL_LOGGER.addHandler(_PoolDiagnostics(logging.WARNING))
 
 
 def new_owner() -> str:

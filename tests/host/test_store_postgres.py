@@ -312,6 +312,34 @@ def test_reads_survive_terminated_connections(url: str) -> None:
         s.close()
 
 
+def test_pool_warnings_are_diagnostics(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A broken pool connection is reported as a ``store.pool_warning`` diagnostic, not as a
+    bare stderr line from the standard library (which broke ``host run --log-format json``;
+    found by the multi-host fault run)."""
+    s = open_store(url)
+    try:
+        assert isinstance(s, PostgresTaskStore)
+        s.insert(task("schedule-1"))
+        with capture_logs() as logs:
+            with pytest.raises(StoreWriteError), s.atomic():
+                assert s.get("schedule-1") is not None
+                sql(
+                    url,
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = %s",
+                    (s.owner,),
+                )
+                s.get("schedule-1")  # the transaction's connection is gone
+            assert s.count() == 1
+    finally:
+        s.close()
+    warnings = [e for e in logs if e["event"] == "store.pool_warning"]
+    assert warnings, logs
+    assert all(e["log_level"] == "warning" and e["error"] for e in warnings)
+    assert "discarding closed connection" in warnings[0]["error"]
+    assert "connection" not in capsys.readouterr().err
+
+
 # --- the command line -----------------------------------------------------------------------
 
 
