@@ -333,6 +333,8 @@ class PostgresTaskStore:
         self._invalid: set[str] = set()
         self._reported: set[tuple[str, int]] = set()
         self._listener: _Listener | None = None
+        #: The connection holding the session lock of the delivery in progress, if any.
+        self._session_conn: psycopg.Connection[Any] | None = None
 
     @property
     def path(self) -> str:
@@ -648,7 +650,13 @@ class PostgresTaskStore:
         return sorted((st for st, _ in claimed), key=lambda st: st.seq)
 
     def extend_leases(self, ids: Iterable[str]) -> set[str]:
-        """Renew this host's live leases on ``ids``; the ids whose lease is still its own."""
+        """Renew this host's live leases on ``ids``; the ids whose lease is still its own.
+
+        Inside :meth:`session_lock` this runs on the lock's own connection, so it also proves
+        that the lock is still held: when that connection has dropped (terminated, server
+        restart), PostgreSQL has released the lock and another host may be appending to the
+        session's log, so this raises :class:`StoreWriteError` and the caller sends nothing.
+        """
         keys = [k for k in ids if _storable(k)]
 
         def run(c: psycopg.Connection[Any]) -> set[str]:
@@ -659,7 +667,16 @@ class PostgresTaskStore:
             ).fetchall()
             return {str(r[0]) for r in rows}
 
-        return self._write(run)
+        conn = self._session_conn
+        if conn is None or self._tx is not None:
+            return self._write(run)
+        try:
+            with conn.transaction():
+                return run(conn)
+        except psycopg.Error as exc:
+            raise StoreWriteError(
+                f"cannot write {self.path}: the session lock was lost ({_reason(exc)})"
+            ) from exc
 
     def commit_claimed(self, task: Task) -> None:
         """Write a claimed task's delivery commit and end the claim: only while the lease is
@@ -703,14 +720,18 @@ class PostgresTaskStore:
     def session_lock(self, session_id: str) -> Iterator[None]:
         """Hold the session's advisory lock (``pg_advisory_lock`` on the 64-bit hash of its
         id, on a connection of its own) around a delivery, so that two hosts never append to
-        one session log at once. Released when the block ends or the connection drops."""
+        one session log at once. Released when the block ends or the connection drops; the
+        :meth:`extend_leases` that precedes each send runs on this connection, so a delivery
+        whose lock was lost sends nothing."""
         with self._pool.connection() as conn:
             key = conn.execute("SELECT hashtextextended(%s, %s)", (session_id, SESSION_SEED))
             (lock_key,) = key.fetchone() or (0,)
             conn.execute("SELECT pg_advisory_lock(%s)", (lock_key,))
+            self._session_conn = conn
             try:
                 yield
             finally:
+                self._session_conn = None
                 with contextlib.suppress(psycopg.Error):
                     conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key,))
 

@@ -276,3 +276,37 @@ def test_other_hosts_commits_arrive_as_change_events(url: str) -> None:
         ("schedule-x", "s-9", "created"),
         ("schedule-x", "s-9", "deleted"),
     ]
+
+
+def test_a_delivery_whose_session_lock_was_lost_sends_nothing(url: str) -> None:
+    """The session lock's connection dies while the host is delivering (``pg_terminate_backend``
+    of the multi-host fault run): PostgreSQL has released the lock, so another host may be
+    appending to the same log; this host sends nothing and the reminder stays due."""
+    setup = pg_store(url)
+    setup.insert(task("schedule-1", after_seconds=60))
+    setup.close()
+    sessions = MemorySessions()
+
+    def lose_lock(session_id: str) -> None:
+        sql(
+            url,
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()",
+        )
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        svc = HostService(pg_store(url), sessions, VirtualClock(LATER), auto_drive=False)
+        try:
+            sessions.on_resolve = lose_lock
+            lost = await svc.tick()
+            sessions.on_resolve = None
+            return lost, await svc.tick()
+        finally:
+            await svc.aclose()
+
+    lost, later = asyncio.run(main())
+    assert lost == []
+    assert [len(d.members) for d in later] == [1]
+    events = sessions.sessions["s-1"].events
+    assert [e["type"] for e in events] == ["message/followup"]
+    assert sql(url, "SELECT status, lease_owner FROM schedlog_tasks") == [("inactive", None)]
