@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -362,11 +363,13 @@ class Writer:
 
 
 class LeaseMonitor:
-    """Samples every lease in the table: the latest ``lease_until`` seen for each owner."""
+    """Samples every lease in the table: the latest ``lease_until`` seen for each owner, and
+    which owners each task was seen leased by (a takeover shows as two)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.latest: dict[str, float] = {}
+        self.owners: dict[str, list[tuple[str, float]]] = defaultdict(list)
         self.samples = 0
         self.failed = 0
         self.stopping = threading.Event()
@@ -374,11 +377,14 @@ class LeaseMonitor:
     def sample(self) -> None:
         rows = sql(
             self.url,
-            "SELECT lease_owner, extract(epoch FROM max(lease_until))::float8 "
-            "FROM schedlog_tasks WHERE lease_owner IS NOT NULL GROUP BY lease_owner",
+            "SELECT id, lease_owner, extract(epoch FROM lease_until)::float8 "
+            "FROM schedlog_tasks WHERE lease_owner IS NOT NULL",
         )
-        for owner, until in rows:
+        for task_id, owner, until in rows:
             self.latest[owner] = max(self.latest.get(owner, 0.0), float(until))
+            seen = self.owners[task_id]
+            if not seen or seen[-1][0] != owner:
+                seen.append((owner, time.time()))
         self.samples += 1
 
     def run(self) -> None:
@@ -567,6 +573,23 @@ def read_followups(sessions: Path, report: Report) -> list[tuple[str, str, Any]]
     return out
 
 
+def _pid(owner: str) -> int:
+    """The process id in a lease owner ``host:pid:random``."""
+    return int(owner.split(":")[-2])
+
+
+def taken_over(monitor: LeaseMonitor, ended: dict[int, HostRun]) -> int:
+    """Tasks seen leased by a host that was then killed, and later by another host."""
+    count = 0
+    for owners in monitor.owners.values():
+        for (first, _), (_, seen_at) in itertools.pairwise(owners):
+            run = ended.get(_pid(first))
+            if run is not None and run.how == "killed" and (run.ended or 0) < seen_at:
+                count += 1
+                break
+    return count
+
+
 def check(
     url: str,
     sessions: Path,
@@ -684,7 +707,7 @@ def check(
     checked = 0
     for owner, until in monitor.latest.items():
         try:
-            pid = int(owner.split(":")[-2])
+            pid = _pid(owner)
         except (IndexError, ValueError):
             report.fail(f"lease owner {owner!r} names no process")
             continue
@@ -738,6 +761,7 @@ def check(
         "validateExit": result.returncode,
         "leaseSamples": monitor.samples,
         "killedOwnersChecked": checked,
+        "takenOver": taken_over(monitor, killed),
         "worstLeaseAfterKillS": None if worst is None else round(worst, 3),
         "leaseS": lease_s,
     }
