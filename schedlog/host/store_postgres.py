@@ -756,11 +756,15 @@ class PostgresTaskStore:
             self._listener = None
         if self._lock is not None:
             # A host that stops cleanly hands its claims back at once (a crashed one's expire).
-            with contextlib.suppress(psycopg.Error):
-                self._lock.execute(
-                    "UPDATE schedlog_tasks SET lease_owner = NULL, lease_until = NULL "
-                    "WHERE lease_owner = %s",
-                    (self.owner,),
+            # Through the pool, which replaces connections the server dropped (a restart): the
+            # connection kept from open never reconnects.
+            with contextlib.suppress(StoreWriteError):
+                self._write(
+                    lambda c: c.execute(
+                        "UPDATE schedlog_tasks SET lease_owner = NULL, lease_until = NULL "
+                        "WHERE lease_owner = %s",
+                        (self.owner,),
+                    )
                 )
             self._pool.close()
             self._lock.close()

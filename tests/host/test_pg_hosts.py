@@ -310,3 +310,21 @@ def test_a_delivery_whose_session_lock_was_lost_sends_nothing(url: str) -> None:
     events = sessions.sessions["s-1"].events
     assert [e["type"] for e in events] == ["message/followup"]
     assert sql(url, "SELECT status, lease_owner FROM schedlog_tasks") == [("inactive", None)]
+
+
+def test_a_clean_stop_hands_claims_back_after_the_server_dropped_its_connections(
+    url: str,
+) -> None:
+    """``close`` releases this host's leases even when every connection it opened has since
+    been dropped (a server restart, ``pg_terminate_backend``): found by the multi-host fault
+    run, where a host stopped after the restart left its claims to expire."""
+    s = pg_store(url)
+    s.insert(task("schedule-1", after_seconds=60))
+    assert [st.task.id for st in s.claim_due(LATER)] == ["schedule-1"]
+    sql(
+        url,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        (s.owner,),
+    )
+    s.close()
+    assert sql(url, "SELECT lease_owner, lease_until FROM schedlog_tasks") == [(None, None)]

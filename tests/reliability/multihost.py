@@ -731,7 +731,13 @@ def check(
         "AND lease_until > now() GROUP BY lease_owner",
     )
     for owner, count in leftover:
-        report.fail(f"{count} live lease(s) of {owner} after every host stopped")
+        # A killed host's lease may still run (on a row the writer moved to a later target
+        # since, so nobody took it over); its end is checked above. A host that stopped
+        # cleanly hands every claim back.
+        run = killed.get(_pid(owner))
+        if run is None or run.how != "killed":
+            how = "unknown" if run is None else run.how
+            report.fail(f"{count} live lease(s) of {owner} ({how}) after every host stopped")
 
     # 4. The store and every log validate.
     result = subprocess.run(
