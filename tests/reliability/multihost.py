@@ -670,6 +670,7 @@ def check(
         if task_id not in known:
             report.fail(f"a follow-up for {task_id}, which no write created")
     missing = 0
+    checked_once = 0
     for task_id, task in tasks.items():
         got = delivered_ids.get(task_id, [])
         receipts = {r.message_id: r for r in (task.history.records if task.history else ())}
@@ -682,6 +683,7 @@ def check(
                     report.fail(f"{task_id}: active, yet delivered {got}")
                 continue
             occurrences = [at for at, _ in got]
+            checked_once += 1
             if occurrences != [task.record.scheduled_at]:
                 missing += occurrences == []
                 report.fail(f"{task_id}: inactive one-shot delivered at {occurrences}")
@@ -763,6 +765,8 @@ def check(
         "duplicates": len(duplicates),
         "duplicateMessageIds": sum(1 for c in by_message.values() if c > 1),
         "missing": missing,
+        "oneShotsDeliveredOnceChecked": checked_once,
+        "recurringChecked": sum(1 for t in tasks.values() if not t.record.is_one_shot),
         "logsValidated": logs,
         "validateExit": result.returncode,
         "leaseSamples": monitor.samples,
