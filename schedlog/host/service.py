@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 import msgspec
@@ -97,6 +98,16 @@ class InsertsMany(Protocol):
     """A store that can append several new tasks in one durable, all-or-nothing write."""
 
     def insert_many(self, tasks: Sequence[Task]) -> list[int]: ...
+
+
+@runtime_checkable
+class WritesFromAnyThread(Protocol):
+    """A store whose writes may run on a thread other than the one that reads, one write at a
+    time: they go through a connection of their own, so a read never sees a write before it is
+    committed (the SQLite store)."""
+
+    @property
+    def writes_from_any_thread(self) -> bool: ...
 
 
 #: The most creates one group commit takes.
@@ -295,7 +306,12 @@ class HostCore:
     def insert_many(self, tasks: Sequence[Task]) -> None:
         """Insert new tasks in one durable write (the store must :class:`InsertsMany`)."""
         assert isinstance(self.store, InsertsMany)
-        seqs = self.store.insert_many(tasks)
+        self.inserted(tasks, self.store.insert_many(tasks))
+
+    def inserted(self, tasks: Sequence[Task], seqs: Sequence[int]) -> None:
+        """Index and report new tasks once their durable write (``insert_many``, which gave
+        ``seqs``) has returned: the half of :meth:`insert_many` that runs on the loop when the
+        write itself ran on the writer thread."""
         for seq, task in zip(seqs, tasks, strict=True):
             self._reindex(StoredTask(seq, task))
         self._changed(TaskChange(t.id, t.session_id, "created") for t in tasks)
@@ -589,6 +605,18 @@ class HostService:
         self._auto = auto_drive
         self._queue: asyncio.Queue[tuple[Callable[[], Any], asyncio.Future[Any]]] = asyncio.Queue()
         self._open_batch: _InsertBatch | None = None
+        #: Group commit (docs/decisions.md "Group commit off the event loop"): creates share one
+        #: write when the store can append several at once, and that write runs on a writer
+        #: thread of its own when the store allows it, so the loop keeps reading requests (and
+        #: filling the next batch) while a batch commits.
+        self._inserts_many = isinstance(store, InsertsMany)
+        self._writer: ThreadPoolExecutor | None = None
+        if (
+            self._inserts_many
+            and isinstance(store, WritesFromAnyThread)
+            and store.writes_from_any_thread
+        ):
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="schedlog-writer")
         self._stopping = False
         self._closed = False
         self._wake = asyncio.Event()
@@ -663,20 +691,25 @@ class HostService:
         them) share one slot and one durable write when the store supports it; each create
         still returns only after that write. A create cancelled before its slot starts
         writes nothing."""
-        if not isinstance(self.core.store, InsertsMany):
+        if not self._inserts_many:
             await self._submit(lambda: self.core.insert(task))
             return
         batch = self._open_batch
         if batch is None or len(batch.tasks) >= MAX_BATCH:
             batch = _InsertBatch()
-            batch.future = self._enqueue(lambda: self._run_batch(batch))
+            # The slot may return an awaitable (the write on the writer thread): the worker
+            # awaits it before the next slot, as for _submit_awaiting.
+            slot = cast(Callable[[], None], lambda: self._run_batch(batch))
+            batch.future = self._enqueue(slot)
             self._open_batch = batch
         batch.tasks.append(task)
         batch.waiters.append(asyncio.current_task())
         assert batch.future is not None
         await asyncio.shield(batch.future)
 
-    def _run_batch(self, batch: _InsertBatch) -> None:
+    def _run_batch(self, batch: _InsertBatch) -> Awaitable[None] | None:
+        """The FIFO slot of a batch: its write, on the writer thread when there is one (the
+        slot, and so the FIFO, waits for the commit; the loop does not)."""
         batch.started = True
         if self._open_batch is batch:
             self._open_batch = None
@@ -686,8 +719,19 @@ class HostService:
             for task, waiter in zip(batch.tasks, batch.waiters, strict=True)
             if waiter is None or not (waiter.cancelling() or waiter.done())
         ]
-        if kept:
+        if not kept:
+            return None
+        if self._writer is None:
             self.core.insert_many(kept)
+            return None
+        return self._insert_on_writer(kept)
+
+    async def _insert_on_writer(self, tasks: list[Task]) -> None:
+        store = self.core.store
+        assert isinstance(store, InsertsMany) and self._writer is not None
+        loop = asyncio.get_running_loop()
+        seqs = await loop.run_in_executor(self._writer, store.insert_many, tasks)
+        self.core.inserted(tasks, seqs)
 
     async def _submit_awaiting(self, fn: Callable[[], Awaitable[T]]) -> T:
         """:meth:`_submit` for a slot that awaits (its sink): the worker awaits what ``fn``
@@ -944,5 +988,7 @@ class HostService:
         await self._queue.join()
         self._worker.cancel()
         await asyncio.gather(self._worker, return_exceptions=True)
+        if self._writer is not None:  # idle: the FIFO has drained
+            self._writer.shutdown(wait=True)
         self.core.store.close()
         self._closed = True

@@ -4,6 +4,12 @@ Validation runs on a separate read-only connection (``immutable=1`` unless a wri
 present) so that a refused file is never modified and never gets ``-wal``/``-shm`` companions.
 Only after the whole store has validated does the read-write connection open and switch to WAL.
 Each task write is one ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``.
+
+Reads and writes go through two connections to the one file. Writes use a connection of their
+own, so a write may run on another thread (the host's writer thread, docs/decisions.md "Group
+commit off the event loop") while reads go on: in WAL mode a read sees a write only once it is
+committed, never a transaction in progress, and neither blocks the other. Writes must not
+overlap one another (the host's FIFO runs one at a time).
 """
 
 from __future__ import annotations
@@ -79,9 +85,15 @@ def _storable(key: str) -> bool:
 class SqliteTaskStore:
     """A :class:`~schedlog.host.store.TaskStore` over one SQLite file."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, lock: StoreLock) -> None:
+    #: Writes may run on a thread other than the readers' (one write at a time); see the module.
+    writes_from_any_thread = True
+
+    def __init__(
+        self, path: Path, conn: sqlite3.Connection, writer: sqlite3.Connection, lock: StoreLock
+    ) -> None:
         self.path = path
-        self._conn = conn
+        self._conn = conn  # reads
+        self._writer = writer  # writes
         self._lock: StoreLock | None = lock
 
     @classmethod
@@ -109,13 +121,20 @@ class SqliteTaskStore:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=FULL")
                 conn.executescript(INDEXES)
+                writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             except sqlite3.Error as exc:
+                conn.close()
+                raise _malformed(f"cannot open schedule store {path}: {exc}") from None
+            try:
+                writer.execute("PRAGMA synchronous=FULL")
+            except sqlite3.Error as exc:
+                writer.close()
                 conn.close()
                 raise _malformed(f"cannot open schedule store {path}: {exc}") from None
         except BaseException:
             lock.release()
             raise
-        return cls(path, conn, lock)
+        return cls(path, conn, writer, lock)
 
     # reads
     def tasks(self) -> Iterator[StoredTask]:
@@ -219,13 +238,13 @@ class SqliteTaskStore:
     # writes
     def _write(self, sql: str, params: tuple[str, ...]) -> sqlite3.Cursor:
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._writer.execute("BEGIN IMMEDIATE")
             try:
-                cur = self._conn.execute(sql, params)
+                cur = self._writer.execute(sql, params)
                 crashpoint("sqlite_store.in_transaction")
-                self._conn.execute("COMMIT")
+                self._writer.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._writer.execute("ROLLBACK")
                 raise
         except (sqlite3.Error, UnicodeEncodeError) as exc:
             # UnicodeEncodeError: an id or session id with a lone surrogate, which SQLite text
@@ -247,19 +266,19 @@ class SqliteTaskStore:
         ``seq`` in order. All or none are written."""
         seqs: list[int] = []
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._writer.execute("BEGIN IMMEDIATE")
             try:
                 for task in tasks:
-                    cur = self._conn.execute(
+                    cur = self._writer.execute(
                         "INSERT INTO tasks (id, session_id, body) VALUES (?, ?, ?)",
                         (task.id, task.session_id, js_dumps(encode_task(task))),
                     )
                     assert cur.lastrowid is not None
                     seqs.append(cur.lastrowid)
                 crashpoint("sqlite_store.in_transaction")
-                self._conn.execute("COMMIT")
+                self._writer.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._writer.execute("ROLLBACK")
                 raise
         except (sqlite3.Error, UnicodeEncodeError) as exc:
             raise StoreWriteError(f"cannot write {self.path}: {exc}") from exc
@@ -280,6 +299,7 @@ class SqliteTaskStore:
 
     def close(self) -> None:
         if self._lock is not None:
+            self._writer.close()
             self._conn.close()
             self._lock.release()
             self._lock = None
