@@ -3,6 +3,7 @@
 Run from the repository root with the ``test`` extra installed::
 
     python -m benchmarks.http load   [--tasks 100000] [--calls 3000] [--concurrency 1 50]
+                                     [--rounds N] [--baseline DIR [--baseline-h11]]
     python -m benchmarks.http kill   [--tasks 100000] [--seconds 6] [--concurrency 50]
     python -m benchmarks.http webhook [--reminders 300] [--fail-rate 0.3]
 
@@ -10,8 +11,11 @@ Run from the repository root with the ``test`` extra installed::
   ``benchmarks/store_scale.py`` does), then ``serve`` in a subprocess; for each concurrency,
   ``--calls`` ``schedule_create`` calls (``after_seconds`` one day, so nothing is delivered
   meanwhile) from that many concurrent httpx clients in one asyncio process. Prints calls per
-  second (answered calls over the wall time of the run) and p50/p99 latency. Afterwards the
-  store is opened again and every answered id is looked up: each must be there.
+  second (answered calls over the wall time of the run), p50/p99 latency and the server's CPU
+  time per call. Afterwards the store is opened again and every answered id is looked up: each
+  must be there. With ``--baseline DIR`` (a source tree of another commit) every round runs
+  that tree's server and then this one's, each on a fresh store, and the medians of both are
+  printed at the end.
 * ``kill``: the same load with short ``after_seconds`` (1-3 s, so deliveries run meanwhile);
   ``serve`` is killed with SIGKILL after ``--seconds``, restarted on the same store and
   sessions directory, left to deliver everything due, and stopped. Checks: every create answered
@@ -35,20 +39,21 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import httpx
 
 from benchmarks.store_scale import populate_sqlite
 from schedlog.eventlog.reader import read_log
 from schedlog.host.backends import open_store
-from tests.serve.process import ServeProcess, start_serve
+from tests.serve.process import RUNNER, ServeProcess, start_serve
 
 SECRET = "benchmark-webhook-secret-0123456789"
 DAY_S = 86_400
@@ -162,48 +167,128 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _server_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+#: Runs the CLI with uvicorn's pure-Python h11 parser: httptools cannot be imported, so
+#: uvicorn's ``http="auto"`` falls back to h11 (a baseline from before httptools was a
+#: dependency, docs/decisions.md "HTTP API").
+_H11_RUNNER: Final = 'import sys\nsys.modules["httptools"] = None\n' + RUNNER
+
+
+def _sides(args: argparse.Namespace) -> list[tuple[str, str, dict[str, str]]]:
+    """``(name, runner, env)`` of each server under test, in the order of every round."""
+    current: tuple[str, str, dict[str, str]] = ("current", RUNNER, {})
+    if args.baseline is None:
+        return [current]
+    tree = str(Path(args.baseline).resolve())
+    path = os.pathsep.join([tree, *filter(None, [os.environ.get("PYTHONPATH")])])
+    baseline = ("baseline", _H11_RUNNER if args.baseline_h11 else RUNNER, {"PYTHONPATH": path})
+    return [baseline, current]
+
+
+def _load_side(
+    args: argparse.Namespace, tmp: Path, name: str, runner: str, env: dict[str, str], n: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """One server (a fresh store of ``--tasks`` tasks) under each concurrency in turn; returns
+    a result line per concurrency and whether every answered id was in the store after it
+    stopped."""
+    run_dir = tmp / f"{name}-{n}"
+    run_dir.mkdir()
+    store, sessions = run_dir / "store.db", run_dir / "sessions"
+    _populate(store, args.tasks)
+    server = start_serve(store, ["--sessions", str(sessions)], env=env, timeout=300, runner=runner)
+    answered: list[str] = []
+    lines: list[dict[str, Any]] = []
+    try:
+        for concurrency in args.concurrency:
+            calls = args.calls if concurrency > 1 else max(200, args.calls // 5)
+            cpu_before = _server_cpu_s(server.proc.pid)
+            started = time.perf_counter()
+            latencies, ids, failed = asyncio.run(
+                _creates(server, calls, concurrency, (DAY_S, DAY_S), time.monotonic() + 300)
+            )
+            wall = time.perf_counter() - started
+            cpu_after = _server_cpu_s(server.proc.pid)
+            answered.extend(ids)
+            cpu_us = (
+                None
+                if cpu_before is None or cpu_after is None or not latencies
+                else round((cpu_after - cpu_before) / len(latencies) * 1e6)
+            )
+            line = {
+                "side": name,
+                "round": n,
+                "concurrency": concurrency,
+                "calls": len(latencies),
+                "failed": failed,
+                "calls_per_s": round(len(latencies) / wall, 1),
+                "p50_ms": round(_percentile(latencies, 0.50) * 1000, 2),
+                "p99_ms": round(_percentile(latencies, 0.99) * 1000, 2),
+                "server_cpu_us_per_call": cpu_us,
+                "load_avg": _load_avg(),
+            }
+            print(json.dumps(line), flush=True)
+            lines.append(line)
+    finally:
+        code, stderr = server.stop()
+    if code != 0:
+        print(stderr, file=sys.stderr)
+        return lines, False
+    reopened = open_store(store)
+    try:
+        missing = [i for i in answered if reopened.get(i) is None]
+    finally:
+        reopened.close()
+    print(
+        json.dumps(
+            {
+                "side": name,
+                "round": n,
+                "answered": len(answered),
+                "missing_after_restart": len(missing),
+            }
+        ),
+        flush=True,
+    )
+    return lines, not missing
+
+
 def cmd_load(args: argparse.Namespace) -> int:
+    sides = _sides(args)
+    print(f"{args.tasks} tasks per store; load average {_load_avg()}", flush=True)
+    results: list[dict[str, Any]] = []
+    ok = True
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        store, sessions = Path(tmp) / "store.db", Path(tmp) / "sessions"
-        fill = _populate(store, args.tasks)
-        print(f"populated {args.tasks} tasks in {fill:.1f} s; load average {_load_avg()}")
-        server = start_serve(store, ["--sessions", str(sessions)], timeout=300)
-        answered: list[str] = []
-        try:
-            for concurrency in args.concurrency:
-                calls = args.calls if concurrency > 1 else max(200, args.calls // 5)
-                started = time.perf_counter()
-                latencies, ids, failed = asyncio.run(
-                    _creates(server, calls, concurrency, (DAY_S, DAY_S), time.monotonic() + 300)
-                )
-                wall = time.perf_counter() - started
-                answered.extend(ids)
-                print(
-                    json.dumps(
-                        {
-                            "concurrency": concurrency,
-                            "calls": len(latencies),
-                            "failed": failed,
-                            "calls_per_s": round(len(latencies) / wall, 1),
-                            "p50_ms": round(_percentile(latencies, 0.50) * 1000, 2),
-                            "p99_ms": round(_percentile(latencies, 0.99) * 1000, 2),
-                            "load_avg": _load_avg(),
-                        }
-                    ),
-                    flush=True,
-                )
-        finally:
-            code, stderr = server.stop()
-        if code != 0:
-            print(stderr, file=sys.stderr)
-            return 1
-        reopened = open_store(store)
-        try:
-            missing = [i for i in answered if reopened.get(i) is None]
-        finally:
-            reopened.close()
-        print(json.dumps({"answered": len(answered), "missing_after_restart": len(missing)}))
-        return 0 if not missing else 1
+        for n in range(args.rounds):
+            for name, runner, env in sides:  # interleaved: every round runs each side once
+                lines, durable = _load_side(args, Path(tmp), name, runner, env, n)
+                results.extend(lines)
+                ok = ok and durable
+    for name, _, _ in sides:
+        for concurrency in args.concurrency:
+            runs = [r for r in results if r["side"] == name and r["concurrency"] == concurrency]
+            if not runs:
+                continue
+            summary = {
+                "summary": name,
+                "concurrency": concurrency,
+                "runs": len(runs),
+                "median_calls_per_s": round(statistics.median(r["calls_per_s"] for r in runs), 1),
+                "median_p50_ms": round(statistics.median(r["p50_ms"] for r in runs), 2),
+                "median_p99_ms": round(statistics.median(r["p99_ms"] for r in runs), 2),
+            }
+            cpu = [r["server_cpu_us_per_call"] for r in runs if r["server_cpu_us_per_call"]]
+            if cpu:
+                summary["median_server_cpu_us_per_call"] = round(statistics.median(cpu))
+            print(json.dumps(summary), flush=True)
+    return 0 if ok else 1
 
 
 def _delivered_members(sessions: Path) -> Counter[tuple[str, str]]:
@@ -428,6 +513,18 @@ def main() -> int:
     load.add_argument("--calls", type=int, default=3_000)
     load.add_argument("--concurrency", type=int, nargs="+", default=[1, 50])
     load.add_argument("--dir", default=None, help="where the store goes (a real disk)")
+    load.add_argument("--rounds", type=int, default=1)
+    load.add_argument(
+        "--baseline",
+        default=None,
+        help="a source tree of the baseline commit (git archive COMMIT | tar -x -C DIR): each "
+        "round runs its serve and then this tree's, on fresh stores",
+    )
+    load.add_argument(
+        "--baseline-h11",
+        action="store_true",
+        help="run the baseline with uvicorn's h11 parser (it did not depend on httptools)",
+    )
     load.set_defaults(func=cmd_load)
     kill = sub.add_parser("kill")
     kill.add_argument("--tasks", type=int, default=100_000)

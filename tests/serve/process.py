@@ -51,10 +51,12 @@ def start_serve(
     *,
     env: dict[str, str] | None = None,
     timeout: float = 30,
+    runner: str = RUNNER,
 ) -> ServeProcess:
     """Start ``schedlog host serve --store STORE --listen 127.0.0.1:0 ARGS`` and wait (at most
-    ``timeout`` s) for the URL it prints."""
-    command = [sys.executable, "-c", RUNNER, "host", "serve", "--store", str(store)]
+    ``timeout`` s) for the URL it prints. ``runner`` is the Python program that runs the CLI
+    (a benchmark runs a baseline's with its own import path)."""
+    command = [sys.executable, "-c", runner, "host", "serve", "--store", str(store)]
     proc = subprocess.Popen(
         [*command, "--listen", "127.0.0.1:0", *args],
         stdout=subprocess.PIPE,
