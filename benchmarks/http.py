@@ -4,6 +4,7 @@ Run from the repository root with the ``test`` extra installed::
 
     python -m benchmarks.http load   [--tasks 100000] [--calls 3000] [--concurrency 1 50]
                                      [--rounds N] [--baseline DIR [--baseline-h11]]
+                                     [--commit-delay-ms MS]
     python -m benchmarks.http kill   [--tasks 100000] [--seconds 6] [--concurrency 50]
     python -m benchmarks.http webhook [--reminders 300] [--fail-rate 0.3]
 
@@ -15,7 +16,7 @@ Run from the repository root with the ``test`` extra installed::
   time per call. Afterwards the store is opened again and every answered id is looked up: each
   must be there. With ``--baseline DIR`` (a source tree of another commit) every round runs
   that tree's server and then this one's, each on a fresh store, and the medians of both are
-  printed at the end.
+  printed at the end. ``--commit-delay-ms`` emulates a slow disk on both.
 * ``kill``: the same load with short ``after_seconds`` (1-3 s, so deliveries run meanwhile);
   ``serve`` is killed with SIGKILL after ``--seconds``, restarted on the same store and
   sessions directory, left to deliver everything due, and stopped. Checks: every create answered
@@ -182,15 +183,30 @@ def _server_cpu_s(pid: int) -> float | None:
 _H11_RUNNER: Final = 'import sys\nsys.modules["httptools"] = None\n' + RUNNER
 
 
+#: An emulated slow disk (``--commit-delay-ms``): every group write of the SQLite store returns
+#: that much later, sleeping (so releasing the GIL) where a slow fsync would block, on whichever
+#: thread runs the write. Creates are still answered only after it returns.
+_SLOW_COMMIT: Final = """import time
+import schedlog.host.store_sqlite as _store
+_insert_many = _store.SqliteTaskStore.insert_many
+def _slow_insert_many(self, tasks):
+    seqs = _insert_many(self, tasks)
+    time.sleep({seconds!r})
+    return seqs
+_store.SqliteTaskStore.insert_many = _slow_insert_many
+"""
+
+
 def _sides(args: argparse.Namespace) -> list[tuple[str, str, dict[str, str]]]:
     """``(name, runner, env)`` of each server under test, in the order of every round."""
-    current: tuple[str, str, dict[str, str]] = ("current", RUNNER, {})
+    slow = _SLOW_COMMIT.format(seconds=args.commit_delay_ms / 1000) if args.commit_delay_ms else ""
+    current: tuple[str, str, dict[str, str]] = ("current", slow + RUNNER, {})
     if args.baseline is None:
         return [current]
     tree = str(Path(args.baseline).resolve())
     path = os.pathsep.join([tree, *filter(None, [os.environ.get("PYTHONPATH")])])
-    baseline = ("baseline", _H11_RUNNER if args.baseline_h11 else RUNNER, {"PYTHONPATH": path})
-    return [baseline, current]
+    runner = slow + (_H11_RUNNER if args.baseline_h11 else RUNNER)
+    return [("baseline", runner, {"PYTHONPATH": path}), current]
 
 
 def _load_side(
@@ -519,6 +535,12 @@ def main() -> int:
         default=None,
         help="a source tree of the baseline commit (git archive COMMIT | tar -x -C DIR): each "
         "round runs its serve and then this tree's, on fresh stores",
+    )
+    load.add_argument(
+        "--commit-delay-ms",
+        type=float,
+        default=0,
+        help="emulate a slow disk: each group write of the store returns this much later",
     )
     load.add_argument(
         "--baseline-h11",
