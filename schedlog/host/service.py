@@ -622,6 +622,7 @@ class HostService:
         self._wake = asyncio.Event()
         self._drive_pending = auto_drive  # overdue tasks found at start-up are driven at once
         self._failed: set[str] = set()
+        self._scan_failed = False
         self._delivery_listeners: list[Callable[[Delivered], None]] = []
         self._worker = asyncio.get_running_loop().create_task(self._run_fifo())
         self._timer: asyncio.Task[None] | None = None
@@ -900,6 +901,7 @@ class HostService:
             groups = plan_groups(self.core.due(scan_now, self._excluded(excluded)))
         except Exception as exc:
             _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
+            self._scan_failed = True
             return [], set()
         sent: list[Delivered] = []
         failed: set[str] = set()
@@ -938,7 +940,14 @@ class HostService:
             if self._drive_pending:
                 self._drive_pending = False
                 self._wake.clear()
+                self._scan_failed = False
                 _, self._failed = await self.drive()
+                if self._scan_failed:
+                    # Finding due work failed (a shared store that refuses claims while its
+                    # next target still reads): try again after a back-off, never at once.
+                    await self.clock.sleep_until(self.clock.now_ms() + backoff)
+                    backoff = min(backoff * 2, MAX_TIMER_BACKOFF_MS)
+                    self._drive_pending = True
                 continue
             now = self.clock.now_ms()
             try:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import os
 import random
@@ -331,7 +330,10 @@ class Writer:
             return self.request(
                 "schedule_create", session, {"title": "mh", "prompt": f"c{n}", **timing}
             )
-        task_id = rng.choice(sorted(self.tasks))
+        # Mostly tasks not due yet: an update of a delivered one-shot is only refused.
+        soon = format_instant(now_ms() + 300)
+        pending = sorted(k for k, v in self.tasks.items() if v["scheduledAt"] > soon)
+        task_id = rng.choice(pending or sorted(self.tasks))
         session = self.tasks[task_id]["session"]
         if roll < 0.85:
             args: dict[str, Any] = {"id": task_id, "prompt": f"u{n}"}
@@ -578,13 +580,18 @@ def _pid(owner: str) -> int:
     return int(owner.split(":")[-2])
 
 
-def taken_over(monitor: LeaseMonitor, ended: dict[int, HostRun]) -> int:
-    """Tasks seen leased by a host that was then killed, and later by another host."""
+def taken_over(
+    monitor: LeaseMonitor, ended: dict[int, HostRun], delivered: dict[str, list[int]]
+) -> int:
+    """Tasks seen leased by a host that was then killed holding that lease, and delivered
+    (their follow-up created) after the kill: another host took the claim over."""
     count = 0
-    for owners in monitor.owners.values():
-        for (first, _), (_, seen_at) in itertools.pairwise(owners):
-            run = ended.get(_pid(first))
-            if run is not None and run.how == "killed" and (run.ended or 0) < seen_at:
+    for task_id, owners in monitor.owners.items():
+        for owner in {o for o, _ in owners}:
+            run = ended.get(_pid(owner))
+            if run is None or run.how != "killed" or run.ended is None:
+                continue
+            if any(at / 1000 > run.ended for at in delivered.get(task_id, ())):
                 count += 1
                 break
     return count
@@ -662,6 +669,10 @@ def check(
     duplicates = {m: mids for m, mids in members.items() if len(mids) > 1}
     for (task_id, at), mids in sorted(duplicates.items())[:50]:
         report.fail(f"duplicate delivery of {task_id} at {format_instant(at)}: {mids}")
+    created_at: dict[str, list[int]] = defaultdict(list)
+    for _, _, followup in followups:
+        for member in followup.reminders:
+            created_at[member.id].append(followup.created_at)
     delivered_ids: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for (task_id, at), mids in members.items():
         delivered_ids[task_id].append((at, mids[0]))
@@ -771,7 +782,7 @@ def check(
         "validateExit": result.returncode,
         "leaseSamples": monitor.samples,
         "killedOwnersChecked": checked,
-        "takenOver": taken_over(monitor, killed),
+        "takenOver": taken_over(monitor, killed, created_at),
         "worstLeaseAfterKillS": None if worst is None else round(worst, 3),
         "leaseS": lease_s,
     }
