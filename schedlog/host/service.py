@@ -889,16 +889,24 @@ class HostService:
             ),
         )
 
-    async def drive(self, excluded: Iterable[str] = ()) -> tuple[list[Delivered], set[str]]:
+    async def drive(
+        self, excluded: Iterable[str] = (), due: Sequence[StoredTask] | None = None
+    ) -> tuple[list[Delivered], set[str]]:
         """One drive pass (docs/protocol.md#host-delivery "Drive"): the groups due now, each in its
         own FIFO slot.
+
+        ``due`` is a scan the caller has just made (:meth:`tick`), delivered as it is. On a
+        shared store a scan is a claim, and a second claim of rows this host already holds
+        can find none of them: another host's ``SKIP LOCKED`` claim scan may be holding their
+        row locks (docs/decisions.md, "PostgreSQL store: several hosts").
 
         Returns the messages sent and the ids whose group failed with their target not after
         the failure time (left out of the timer for the rest of the pass).
         """
         try:
-            scan_now = self.clock.now_ms()
-            groups = plan_groups(self.core.due(scan_now, self._excluded(excluded)))
+            if due is None:
+                due = self.core.due(self.clock.now_ms(), self._excluded(excluded))
+            groups = plan_groups(due)
         except Exception as exc:
             _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
             self._scan_failed = True
@@ -926,8 +934,8 @@ class HostService:
         tasks whose group failed during this tick."""
         failed: set[str] = set()
         sent: list[Delivered] = []
-        while self.core.due(self.clock.now_ms(), self._excluded(failed)):
-            delivered, newly_failed = await self.drive(failed)
+        while due := self.core.due(self.clock.now_ms(), self._excluded(failed)):
+            delivered, newly_failed = await self.drive(failed, due)
             sent.extend(delivered)
             if not delivered and not newly_failed:
                 break  # nothing sent and nothing failed: another pass would find the same
