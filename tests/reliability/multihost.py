@@ -254,6 +254,7 @@ class Writer:
         self.tasks: dict[str, dict[str, Any]] = {}  # id -> last acknowledged record (live ones)
         self.recurring = 0
         self.restarts = 0
+        self.kills = 0
         self.stopping = threading.Event()
         self._proc: subprocess.Popen[str] | None = None
         self._spawn()
@@ -269,6 +270,14 @@ class Writer:
             bufsize=1,
         )
         err.close()
+
+    def kill(self) -> None:
+        """SIGKILL the ``host batch`` process (from the fault thread): the request in flight,
+        if any, is left uncertain and the next one starts a new process."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            self.kills += 1
 
     def _call(self, request: dict[str, Any]) -> Any:
         proc = self._proc
@@ -465,6 +474,8 @@ def terminate_backend(
 
 def fault_loop(
     hosts: Hosts,
+    writer: Writer,
+    writer_kill_every: float,
     faults: Faults,
     url: str,
     rng: random.Random,
@@ -480,6 +491,7 @@ def fault_loop(
     # Keep the terminations clear of the restart, when every connection drops anyway.
     terminate_at = [t if abs(t - restart_at) > 3 else t + 4 for t in terminate_at]
     next_kill = rng.uniform(*kill_every)
+    next_writer_kill = writer_kill_every * rng.uniform(0.5, 1.0)
     restarts: list[tuple[float, int]] = []  # when, slot
     while not stopping.is_set():
         elapsed = time.monotonic() - start
@@ -505,6 +517,10 @@ def fault_loop(
                     log(f"SIGKILL host slot {slot} pid {run.pid} ({len(faults.kills)})")
                     restarts.append((time.monotonic() + rng.uniform(0.3, 1.5), slot))
             next_kill = elapsed + rng.uniform(*kill_every)
+        if elapsed >= next_writer_kill:
+            writer.kill()
+            log(f"SIGKILL the writer ({writer.kills})")
+            next_writer_kill = elapsed + writer_kill_every
         if faults.restart is None and elapsed >= restart_at and version is not None:
             log("restarting the PostgreSQL server")
             faults.restart = restart_server(version)
@@ -815,6 +831,7 @@ def run(
     pause: tuple[float, float] = (0.03, 0.12),
     seed: int = 1,
     restart_db: bool = True,
+    writer_kill_every: float = 15.0,
     keep: Path | None = None,
 ) -> dict[str, Any]:
     """One fault run; returns the summary (``problems`` empty when every check passed)."""
@@ -851,7 +868,19 @@ def run(
         for thread in threads:
             thread.start()
         fault_start = time.time()
-        fault_loop(hosts, faults, url, rng, seconds, kill_every, terminations, version, stopping)
+        fault_loop(
+            hosts,
+            writer,
+            writer_kill_every,
+            faults,
+            url,
+            random.Random(seed + 1),
+            seconds,
+            kill_every,
+            terminations,
+            version,
+            stopping,
+        )
         fault_end = time.time()
         writer.stopping.set()
         threads[0].join()
@@ -904,6 +933,7 @@ def run(
             ],
             "hostEvents": host_events(hosts),
             "hostsExitedOnTheirOwn": faults.exited,
+            "writerKills": writer.kills,
             "writerRestarts": writer.restarts,
             **report.figures,
             "problems": report.problems,
@@ -954,6 +984,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill-max", type=float, default=5.0, help="seconds between kills, max")
     parser.add_argument("--terminations", type=int, default=6)
     parser.add_argument("--no-restart", action="store_true", help="leave the server running")
+    parser.add_argument(
+        "--writer-kill-every", type=float, default=15.0, help="seconds between writer kills"
+    )
     parser.add_argument("--keep", type=Path, help="keep the sessions, logs and host output here")
     args = parser.parse_args(argv)
     summary = run(
@@ -962,6 +995,7 @@ def main(argv: list[str] | None = None) -> int:
         terminations=args.terminations,
         seed=args.seed,
         restart_db=not args.no_restart,
+        writer_kill_every=args.writer_kill_every,
         keep=args.keep,
     )
     print(json.dumps(summary, indent=2))

@@ -3,7 +3,7 @@
 Three ``schedlog host run`` processes and a ``host batch`` writer on one fresh PostgreSQL
 database for 25 s, with SIGKILLs every 3-6 s, one server restart in the middle and two
 ``pg_terminate_backend`` of host connections (one inside a write transaction, one holding a
-session lock). The whole run, drain and checks included, takes about a minute.
+session lock), and the writer killed every 10 s. The whole run, drain and checks included, takes about a minute.
 
 It needs the local server and the right to restart it (``pg_ctlcluster``, as root): without a
 reachable server it skips with a message, except under ``CI=true``, where it fails.
@@ -32,11 +32,14 @@ def test_multihost_fault_run_ci_subset() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
-    summary = multihost.run(seconds=25, kill_every=(3.0, 6.0), terminations=2, seed=7)
+    summary = multihost.run(
+        seconds=25, kill_every=(3.0, 6.0), terminations=2, seed=7, writer_kill_every=10.0
+    )
     text = json.dumps(summary, indent=1)
     assert summary["problems"] == [], text
     assert summary["ok"], text
     assert summary["kills"] >= 3, text
+    assert summary["writerKills"] >= 1, text
     assert summary["serverRestart"] is not None, text
     assert summary["duplicates"] == summary["duplicateMessageIds"] == summary["missing"] == 0
     assert summary["deliveredMembers"] > 20, text
