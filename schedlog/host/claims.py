@@ -9,7 +9,7 @@ docs/decisions.md, "PostgreSQL store: several hosts".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
@@ -24,6 +24,8 @@ class ClaimingStore(Protocol):
     """The delivery operations of a shared store (on top of :class:`TaskStore`)."""
 
     owner: str
+    #: How long a claim lasts on the database clock unless extended (ms).
+    lease_ms: int
 
     def atomic(self) -> AbstractContextManager[None]:
         """One transaction: reads inside lock their rows, ``replace`` compares-and-sets."""
@@ -38,6 +40,8 @@ class ClaimingStore(Protocol):
     def commit_claimed(self, task: Task) -> None: ...
 
     def release(self, ids: Iterable[str]) -> None: ...
+
+    def hold(self, delays: Mapping[str, int]) -> None: ...
 
     def session_lock(self, session_id: str) -> AbstractContextManager[None]: ...
 

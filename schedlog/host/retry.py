@@ -4,6 +4,8 @@ Pure bookkeeping: every method takes the clock sample it needs. A task whose del
 waits ``min(cap, base * 2**(attempts-1))`` before its next attempt; a success, an edit or a
 deletion forgets it. The state lives in memory: after a restart every due task is tried at once,
 which is safe because the receiver dedupes by ``messageId`` (docs/http-api.md#webhook-delivery).
+On a store shared by several hosts the failed tasks' claims are held until the next attempt, so
+no other host tries them earlier; the attempt count stays with the host that made the attempts.
 """
 
 from __future__ import annotations
@@ -41,9 +43,18 @@ class Backoff:
             return self.cap_ms
         return min(self.cap_ms, self.base_ms << (attempts - 1))
 
-    def failed(self, task_id: str, now: int, error: str) -> RetryState:
+    def _attempts_after_failure(self, task_id: str) -> int:
         previous = self._states.get(task_id)
-        attempts = 1 if previous is None else previous.attempts + 1
+        return 1 if previous is None else previous.attempts + 1
+
+    def next_delay_ms(self, task_id: str) -> int:
+        """The wait that :meth:`failed` will give ``task_id`` if its attempt now fails (a
+        shared store holds the task's claim that long: docs/decisions.md, "Webhook delivery
+        with several hosts")."""
+        return self.delay_ms(self._attempts_after_failure(task_id))
+
+    def failed(self, task_id: str, now: int, error: str) -> RetryState:
+        attempts = self._attempts_after_failure(task_id)
         state = RetryState(attempts, now + self.delay_ms(attempts), error)
         self._states[task_id] = state
         return state

@@ -434,21 +434,104 @@ class HostCore:
         return self._finish(plan, now, self._send_to_log)
 
     async def deliver_group_to(
-        self, group: Group, now: Callable[[], int], post: Callable[[Outgoing], Awaitable[None]]
+        self,
+        group: Group,
+        now: Callable[[], int],
+        post: Callable[[Outgoing], Awaitable[None]],
+        *,
+        sleep_until: Callable[[int], Awaitable[None]] | None = None,
+        retry_in: Callable[[str], int] | None = None,
     ) -> Delivered | None:
         """:meth:`deliver_group` for a sink that is not a session log (webhook delivery): the
         follow-up is handed to ``post``, and the members are committed only when it returns.
         The session's log is never read, so every due member is sent (the receiver dedupes
-        by ``messageId``)."""
+        by ``messageId``).
+
+        On a shared store (docs/decisions.md, "Webhook delivery with several hosts") the
+        members' leases are renewed just before the POST and every third of a lease while it
+        runs (``sleep_until`` waits on the host's clock); a renewal that finds a lease lost
+        cancels the POST and fails the group, and the commit after the 2xx is made only while
+        every lease is still this host's. The claims end with the group: released, except
+        those of failed members when ``retry_in(id)`` gives their backoff delay (ms), which are
+        held that long, so that no other host retries them before this one would.
+        """
+        if self.claims is None:
+            return await self._deliver_group_to(group, now, post, None)
+        held: dict[str, int] = {}
+        try:
+            return await self._deliver_group_to(group, now, post, sleep_until)
+        except GroupFailed as exc:
+            if retry_in is not None:
+                held = {task_id: retry_in(task_id) for task_id in exc.ids}
+            raise
+        finally:
+            if held:
+                self.claims.hold(held)
+            self.claims.release([task_id for task_id in group.ids if task_id not in held])
+
+    async def _deliver_group_to(
+        self,
+        group: Group,
+        now: Callable[[], int],
+        post: Callable[[Outgoing], Awaitable[None]],
+        sleep_until: Callable[[int], Awaitable[None]] | None,
+    ) -> Delivered | None:
         plan = self._plan(group, now)
         if plan is None:
             return None
         if plan.outgoing is not None:
             try:
-                await post(plan.outgoing)
+                if self.claims is None:
+                    await post(plan.outgoing)
+                else:
+                    await self._post_under_lease(plan, plan.outgoing, post, now, sleep_until)
             except Exception as exc:
                 raise GroupFailed(group.ids, exc) from exc
         return self._finish(plan, now, None)
+
+    def _keep_leases(self, ids: Sequence[str]) -> None:
+        """Renew this host's leases on ``ids``; raise when one of them is no longer its own."""
+        assert self.claims is not None
+        mine = self.claims.extend_leases(ids)
+        lost = [task_id for task_id in ids if task_id not in mine]
+        if lost:  # another host may be delivering them
+            raise ScheduleError("internal_error", f"{MSG_LEASE_LOST}: {', '.join(lost)}")
+
+    async def _post_under_lease(
+        self,
+        plan: _Plan,
+        outgoing: Outgoing,
+        post: Callable[[Outgoing], Awaitable[None]],
+        now: Callable[[], int],
+        sleep_until: Callable[[int], Awaitable[None]] | None,
+    ) -> None:
+        """``post(outgoing)`` while keeping the members' leases alive: renewed before it starts
+        and every third of a lease until it ends. A lost lease (or a renewal that fails)
+        cancels the POST: another host may be posting the same group by then, and this host
+        could not commit it anyway."""
+        assert self.claims is not None
+        ids = [st.task.id for st, _ in plan.members]
+        self._keep_leases(ids)
+        sending = asyncio.ensure_future(post(outgoing))
+        if sleep_until is None:  # no clock to renew on: the lease must outlast the POST
+            await sending
+            return
+        every = max(1, self.claims.lease_ms // 3)
+        renewal: asyncio.Future[None] | None = None
+        try:
+            while True:
+                renewal = asyncio.ensure_future(sleep_until(now() + every))
+                await asyncio.wait({sending, renewal}, return_when=asyncio.FIRST_COMPLETED)
+                if sending.done():
+                    sending.result()  # the sink's failure, if any
+                    return
+                self._keep_leases(ids)
+        finally:
+            if renewal is not None:
+                renewal.cancel()
+            if not sending.done():
+                sending.cancel()
+                await asyncio.gather(sending, return_exceptions=True)
 
     def _plan(self, group: Group, now: Callable[[], int]) -> _Plan | None:
         session_id = group.session_id
@@ -848,8 +931,15 @@ class HostService:
         if post is None:
             sent = await self._submit(lambda: self.core.deliver_group(group, self.clock.now_ms))
         else:
+            backoff = self.backoff
             sent = await self._submit_awaiting(
-                lambda: self.core.deliver_group_to(group, self.clock.now_ms, post)
+                lambda: self.core.deliver_group_to(
+                    group,
+                    self.clock.now_ms,
+                    post,
+                    sleep_until=self.clock.sleep_until,
+                    retry_in=None if backoff is None else backoff.next_delay_ms,
+                )
             )
         if sent is not None:
             for listener in list(self._delivery_listeners):

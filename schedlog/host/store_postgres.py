@@ -25,7 +25,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, NamedTuple, TypeVar
 
 import psycopg
@@ -713,6 +713,27 @@ class PostgresTaskStore:
                     "UPDATE schedlog_tasks SET lease_owner = NULL, lease_until = NULL "
                     "WHERE id = ANY(%s) AND lease_owner = %s",
                     (keys, self.owner),
+                )
+            )
+
+    def hold(self, delays: Mapping[str, int]) -> None:
+        """Keep this host's claims on the active tasks of ``delays`` for that many ms more on
+        the database clock (best effort, like :meth:`release`): a failed webhook delivery keeps
+        its tasks until its next attempt, so no other host retries them earlier
+        (docs/decisions.md, "Webhook delivery with several hosts")."""
+        keys = [k for k in delays if _storable(k)]
+        for key in keys:
+            self._claimed.pop(key, None)
+        if not keys:
+            return
+        with contextlib.suppress(StoreWriteError):
+            self._write(
+                lambda c: c.execute(
+                    "UPDATE schedlog_tasks AS t SET lease_until = now() + "
+                    "make_interval(secs => h.ms / 1000.0) "
+                    "FROM unnest(%s::text[], %s::bigint[]) AS h(id, ms) "
+                    "WHERE t.id = h.id AND t.lease_owner = %s AND t.status = 'active'",
+                    (keys, [max(0, int(delays[k])) for k in keys], self.owner),
                 )
             )
 
