@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import sys
@@ -180,7 +181,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _fail(
             "missing-extra", "host serve needs the serve extra: pip install 'schedlog[serve]'"
         )
-    from schedlog.serve.auth import TokenError, load_token, token_path
+    from schedlog.serve.auth import TOKEN_ENV, TokenError, load_token, token_path
 
     try:
         parse_listen(args.listen)
@@ -195,7 +196,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     try:
         # Beside a file store; beside the sessions directory for a postgresql:// store.
-        beside = args.sessions if select_backend(args.store, args.backend) == "postgresql" else None
+        shared = select_backend(args.store, args.backend) == "postgresql"
+        beside = args.sessions if shared else None
+        if shared and beside is None and args.token_file is None and not os.environ.get(TOKEN_ENV):
+            # --deliver-to on a database: no file beside the store, no sessions directory.
+            raise TokenError(
+                f"host serve --deliver-to on a postgresql:// store needs --token-file PATH or "
+                f"{TOKEN_ENV} (there is no file beside a database URL to keep the token in)"
+            )
         token, token_file = load_token(args.token_file or token_path(beside or args.store))
     except TokenError as exc:
         return _fail(exc.code, str(exc))

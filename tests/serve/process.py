@@ -22,7 +22,7 @@ class ServeProcess:
     proc: subprocess.Popen[str]
     url: str
     token: str
-    store: Path
+    store: Path | str
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
 
@@ -46,14 +46,15 @@ class ServeProcess:
 
 
 def start_serve(
-    store: Path,
+    store: Path | str,
     args: Sequence[str],
     *,
     env: dict[str, str] | None = None,
     timeout: float = 30,
     runner: str = RUNNER,
 ) -> ServeProcess:
-    """Start ``schedlog host serve --store STORE --listen 127.0.0.1:0 ARGS`` and wait (at most
+    """Start ``schedlog host serve --store STORE --listen 127.0.0.1:0 ARGS`` (a path or a
+    ``postgresql://`` URL) and wait (at most
     ``timeout`` s) for the URL it prints. ``runner`` is the Python program that runs the CLI
     (a benchmark runs a baseline's with its own import path)."""
     command = [sys.executable, "-c", runner, "host", "serve", "--store", str(store)]
