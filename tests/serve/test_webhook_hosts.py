@@ -7,6 +7,7 @@ Waits poll with deadlines; nothing sleeps to synchronise.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -29,7 +30,8 @@ psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psyco
 
 SECRET = "webhook-secret-0123456789"
 TOKEN = "hosts-token-0123456789abcdef"
-N = 30
+#: Reminders delivered; ``SCHEDLOG_WEBHOOK_HOSTS_N`` raises it for a longer run (at most 500).
+N = min(500, int(os.environ.get("SCHEDLOG_WEBHOOK_HOSTS_N", "30")))
 
 
 @pytest.fixture(scope="module")
