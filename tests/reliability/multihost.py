@@ -212,16 +212,33 @@ class Hosts:
             return [r.pid for r in self.live.values() if r.proc.poll() is None]
 
     def reap_exited(self) -> list[HostRun]:
-        """Hosts that exited on their own (a bug: a host must survive a database outage)."""
+        """Hosts that exited on their own. A running host must survive a database outage, so
+        that is a failure, except a start-up refused because the server could not be reached
+        (``host run`` reports the open failure and exits 1, as documented; a supervisor starts
+        it again, and so does this harness): ``how`` is then ``refused at start-up``."""
         out = []
         with self.lock:
             for slot, run in list(self.live.items()):
                 if run.proc.poll() is not None:
                     run.ended = time.time()
                     run.how = f"exited {run.proc.returncode}"
+                    if run.proc.returncode == 1 and _refused_at_start(run.stderr):
+                        run.how = "refused at start-up"
                     del self.live[slot]
                     out.append(run)
         return out
+
+
+def _refused_at_start(path: Path) -> bool:
+    """Whether a host's whole output is one open failure for an unreachable server."""
+    lines = path.read_text(errors="replace").splitlines()
+    if len(lines) != 1:
+        return False
+    try:
+        error = json.loads(lines[0])["error"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return error.get("code") == "malformed-medium" and "connection failed" in error["message"]
 
 
 # --- the writer ----------------------------------------------------------------------------
@@ -425,6 +442,7 @@ class Faults:
     restart: tuple[float, float] | None = None
     terminations: list[dict[str, Any]] = field(default_factory=list)
     missed: list[dict[str, Any]] = field(default_factory=list)
+    refused: int = 0  # host starts refused while the server was unreachable
     exited: list[str] = field(default_factory=list)
 
 
@@ -508,7 +526,10 @@ def fault_loop(
         if elapsed >= seconds:
             break
         for run in hosts.reap_exited():
-            faults.exited.append(f"slot {run.slot} pid {run.pid}: {run.how}")
+            if run.how == "refused at start-up":
+                faults.refused += 1
+            else:
+                faults.exited.append(f"slot {run.slot} pid {run.pid}: {run.how}")
             log(f"host slot {run.slot} pid {run.pid} {run.how}: restarting")
             restarts.append((time.monotonic(), run.slot))
         for when, slot in list(restarts):
@@ -906,7 +927,10 @@ def run(
         deadline = time.monotonic() + LEASE_MS / 1000 + 30
         while time.monotonic() < deadline:
             for dead in hosts.reap_exited():
-                faults.exited.append(f"slot {dead.slot} pid {dead.pid}: {dead.how}")
+                if dead.how == "refused at start-up":
+                    faults.refused += 1
+                else:
+                    faults.exited.append(f"slot {dead.slot} pid {dead.pid}: {dead.how}")
                 hosts.start(dead.slot)
             try:
                 (overdue,) = sql(
@@ -949,6 +973,7 @@ def run(
             "terminationsMissed": len(faults.missed),
             "hostEvents": host_events(hosts),
             "hostsExitedOnTheirOwn": faults.exited,
+            "hostStartsRefused": faults.refused,
             "writerKills": writer.kills,
             "writerRestarts": writer.restarts,
             "writerReopened": writer.reopened,
