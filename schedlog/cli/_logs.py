@@ -28,6 +28,7 @@ from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import LogContents
 from schedlog.eventlog.reader import read_log as _read_log
 from schedlog.fold.state import FoldState
+from schedlog.invariant._fastcheck import fast_check
 from schedlog.invariant.logs import validate_log
 from schedlog.protocols import SESSION_LOCAL
 from schedlog.rules.instants import format_instant, is_representable
@@ -81,9 +82,14 @@ class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
         return self.state is not None
 
 
-def check_session_log(path: str, read_log: LogReader = read_summary) -> LogCheck:
-    """Read ``path`` with ``read_log`` (the commands pass a summary read) and fold its owned
-    suffix, without modifying it.
+def check_session_log(path: str, read_log: LogReader | None = None) -> LogCheck:
+    """Read ``path`` with ``read_log`` and fold its owned suffix, without modifying it.
+
+    ``read_log`` None is the summary read (:func:`read_summary`), tried after its fast path:
+    :func:`schedlog.invariant._fastcheck.fast_check` reads and folds a log it is sure is valid
+    in chunks, with the same result; anything else it leaves to the summary read and
+    :func:`~schedlog.invariant.logs.validate_log`, which give every verdict. The contents of a
+    fast check keep no ``changes``: they were folded as they were read.
 
     The cyclic garbage collector stays paused for the read and the fold: both only build
     acyclic values that all survive, which it would otherwise traverse again and again.
@@ -97,8 +103,13 @@ def check_session_log(path: str, read_log: LogReader = read_summary) -> LogCheck
             gc.enable()
 
 
-def _check(path: str, read_log: LogReader) -> LogCheck:
+def _check(path: str, read_log: LogReader | None) -> LogCheck:
     try:
+        if read_log is None:
+            fast = fast_check(path)
+            if fast is not None:
+                return LogCheck(path=path, contents=fast[0], state=fast[1])
+            read_log = read_summary
         contents = read_log(path)
     except OSError as exc:
         return LogCheck(path=path, read_error=f"cannot read {path}: {exc.strerror or exc}")
@@ -216,7 +227,7 @@ class _Progress:
 
 
 def cmd_validate(
-    args: argparse.Namespace, validate_store: StoreValidator | None, read_log: LogReader
+    args: argparse.Namespace, validate_store: StoreValidator | None, read_log: LogReader | None
 ) -> int:
     out: TextIO = sys.stdout
     if not args.logs and args.store is None:
@@ -284,7 +295,7 @@ def _human_validate_row(check: LogCheck) -> tuple[str, ...]:
 # --- replay -----------------------------------------------------------------------------------
 
 
-def cmd_replay(args: argparse.Namespace, read_log: LogReader) -> int:
+def cmd_replay(args: argparse.Namespace, read_log: LogReader | None) -> int:
     out: TextIO = sys.stdout
     at: int | None = None
     if args.at is not None:
@@ -365,7 +376,7 @@ def _truncate_torn_tail(path: str, contents: LogContents) -> None:
         os.close(fd)
 
 
-def cmd_repair(args: argparse.Namespace, read_log: LogReader) -> int:
+def cmd_repair(args: argparse.Namespace, read_log: LogReader | None) -> int:
     out: TextIO = sys.stdout
     if not os.path.exists(args.log):
         return _usage_error(args, f"no such file: {args.log}")

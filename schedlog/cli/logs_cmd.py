@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from schedlog.cli._logs import (
         PROGRESS_THRESHOLD,
         LogCheck,
+        LogReader,
         StoreValidator,
         check_session_log,
         parse_at,
@@ -65,6 +66,15 @@ def read_log(path: str) -> LogContents:
     return read_summary(path)
 
 
+_SUMMARY_READ: Final = read_log
+
+
+def _reader() -> LogReader | None:
+    """``read_log`` for the implementation: None while it is the summary read above, which
+    lets the implementation take its fast path (``schedlog.invariant._fastcheck``) first."""
+    return None if read_log is _SUMMARY_READ else read_log
+
+
 # Each command imports its implementation when it runs and hands it ``read_log`` (looked up
 # here at call time, so tests can replace it): the implementation never imports this module.
 
@@ -72,13 +82,13 @@ def read_log(path: str) -> LogContents:
 def _cmd_replay(args: argparse.Namespace) -> int:
     from schedlog.cli._logs import cmd_replay
 
-    return cmd_replay(args, read_log)
+    return cmd_replay(args, _reader())
 
 
 def _cmd_repair(args: argparse.Namespace) -> int:
     from schedlog.cli._logs import cmd_repair
 
-    return cmd_repair(args, read_log)
+    return cmd_repair(args, _reader())
 
 
 # --- registration -----------------------------------------------------------------------------
@@ -115,7 +125,7 @@ def register(
     def run_validate(args: argparse.Namespace) -> int:
         from schedlog.cli._logs import cmd_validate
 
-        return cmd_validate(args, validate_store, read_log)
+        return cmd_validate(args, validate_store, _reader())
 
     validate.set_defaults(func=run_validate, logs_parser=validate)
 

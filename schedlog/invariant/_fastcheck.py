@@ -1,0 +1,531 @@
+"""The fast path of ``schedlog validate`` and ``replay``: read and fold a whole log a chunk of
+lines at a time.
+
+Private to :mod:`schedlog.cli._logs`. The reference is the summary read
+(:func:`schedlog.eventlog.reader.read_log` with ``keep_events=False``, whose line decoder is
+``reader._reference_line``) followed by :func:`schedlog.invariant.logs.validate_log`. That pair
+gives every verdict and every diagnostic. :func:`fast_check` never gives one: it returns the
+reference's result for a log it is sure is valid, and None for anything else, after which the
+caller runs the reference. ``tests/invariant/test_fastcheck.py`` proves the two equal on random,
+mutated and broken logs.
+
+How a chunk of complete lines is taken (``_Chunk.take``), all or nothing:
+
+* the lines become one JSON array (``\\n`` -> ``,``) decoded in one call into envelopes of
+  exactly ``type`` and ``data`` (``data`` kept raw). An empty or blank line, or two values on one
+  line, is a syntax error of the array, so each line is exactly one envelope;
+* the payloads of the ``schedule/change`` lines are decoded in one more call into typed
+  changes, and those of the ``message/followup`` lines into the shape writers emit; integer
+  ranges and ``version`` 1 are checked by the decoder;
+* the checks :mod:`schedlog.eventlog._fastline` makes line by line are made for the whole
+  chunk: the chunk is UTF-8, no line nests deeper than 200 levels, no integer has 4300
+  digits, and no key is given twice (where it matters) nor a member ``null``, by counting
+  ``:`` bytes. Outside strings a ``:`` only ever ends a key, so each line has at least the
+  count its decoded values account for (2 for the envelope, every member of a typed payload,
+  the ``:`` inside typed strings and all of an untyped payload's); when the chunk's total is
+  that sum, every line has exactly its count. ``\\u003`` (an escaped ``:``, among others) in a
+  typed payload sends the chunk to the line-by-line path;
+* the changes are checked (trimmed ids and prompts, titles, canonical instants) and folded.
+
+A chunk that is not taken is read line by line, as the summary read reads it (``_fastline``
+first, the reference decoder for the rest), and folded the same way; a chunk whose count of
+``:`` does not add up is first unfolded. A corrupt line, a change the fold refuses, a line
+over the length limit or a log without a complete header ends the fast path (None).
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import re
+from collections.abc import Callable
+from itertools import compress, islice
+from operator import attrgetter
+from typing import Annotated, Any, Final, Literal
+
+import msgspec
+from msgspec import Meta
+from msgspec.structs import replace
+
+from schedlog.errors import CorruptScheduleError, ScheduleInputError
+from schedlog.eventlog._fastline import summary_line
+from schedlog.eventlog.changes import Change
+from schedlog.eventlog.errors import CorruptLogError
+from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE, LogEvent
+from schedlog.eventlog.header import Header
+from schedlog.eventlog.reader import MAX_LINE_BYTES, LogContents, _reference_line
+from schedlog.fold.state import FoldState
+from schedlog.fold.steps import FoldError, decode_event_change, plan
+from schedlog.rules.decide import MIN_EVERY_SECONDS_SESSION, decide
+from schedlog.rules.instants import CanonicalInstantParser
+from schedlog.rules.record import Record
+from schedlog.rules.records import MAX_EVERY_SECONDS, TITLE_MAX_UNITS
+from schedlog.rules.text import JS_WHITESPACE, MAX_SAFE_INT, utf16_len
+
+__all__ = ["fast_check", "fast_check_bytes"]
+
+_CHUNK: Final = 1 << 18
+_MAX_RAW: Final = MAX_LINE_BYTES + 1
+_CHANGE: Final = SCHEDULE_CHANGE_TYPE
+_FOLLOWUP: Final = "message/followup"
+#: A payload this long may hold a line over 400 bytes: its ``[`` and ``{`` are counted (a shorter
+#: line cannot nest deeper than 200 levels).
+_SHORT_DATA: Final = 380
+_MAX_OPENERS: Final = 199
+_LONG_DATA: Final = 4200
+_LONG_INT: Final = re.compile(rb"[0-9]{4300}")
+#: Ends the array of envelopes (the chunk's last ``\\n`` became a ``,``); dropped after decoding.
+_SENTINEL: Final = b'{"type":"","data":0}]'
+_NOT_OPENERS: Final = bytes(b for b in range(256) if b not in b"[{\n")
+_UTF8_PIECE: Final = 1 << 14
+_utf8_decode = codecs.utf_8_decode
+_KIND = attrgetter("type")
+_Parse = Callable[[object], "int | None"]
+# A canonical instant on a real day but February 29 (docs/rules.md#instants), one a line.
+_DAY: Final = (
+    r"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
+    r"|(?:0[13-9]|1[0-2])-(?:29|30)"
+    r"|(?:0[13578]|1[02])-31)"
+)
+_INSTANT: Final = (
+    r"(?!0000)[0-9]{4}-" + _DAY + r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
+)
+_INSTANTS: Final = re.compile(f"{_INSTANT}(?:\n{_INSTANT})*")
+_PAYLOAD = attrgetter("data")
+
+
+class _Envelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    type: str
+    data: msgspec.Raw
+
+
+# --- typed payloads: the shapes writers emit, ranges checked by the decoder ----------------------
+
+_Seconds = Annotated[int, Meta(ge=1, le=MAX_SAFE_INT)]
+_Every = Annotated[int, Meta(ge=MIN_EVERY_SECONDS_SESSION, le=MAX_EVERY_SECONDS)]
+
+
+class _Typed(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
+    pass
+
+
+class _AfterRecord(_Typed, tag_field="kind", tag="after"):
+    id: str
+    prompt: str
+    afterSeconds: _Seconds
+    scheduledAt: str
+    title: str | None = None
+
+
+class _AtRecord(_Typed, tag_field="kind", tag="at"):
+    id: str
+    prompt: str
+    scheduledAt: str
+    title: str | None = None
+
+
+class _EveryRecord(_Typed, tag_field="kind", tag="every"):
+    id: str
+    prompt: str
+    everySeconds: _Every
+    scheduledAt: str
+    title: str | None = None
+
+
+class _Create(_Typed, tag_field="operation", tag="create"):
+    version: Literal[1]
+    schedule: _AfterRecord | _AtRecord | _EveryRecord
+
+
+class _Delete(_Typed, tag_field="operation", tag="delete"):
+    version: Literal[1]
+    id: str
+
+
+class _Dispatch(_Typed, tag_field="operation", tag="dispatch"):
+    version: Literal[1]
+    id: str
+    acceptedAt: str | None = None
+
+
+class _Source(_Typed):
+    kind: str
+    plugin: str | None = None
+
+
+class _Member(_Typed):
+    id: str
+    occurrenceAt: str
+
+
+class _Followup(_Typed):
+    messageId: str
+    role: str
+    source: _Source
+    text: str
+    reminders: list[_Member]
+    createdAt: str
+
+
+_decode_envelopes = msgspec.json.Decoder(list[_Envelope]).decode
+_decode_changes = msgspec.json.Decoder(list[_Create | _Delete | _Dispatch]).decode
+_decode_followups = msgspec.json.Decoder(list[_Followup]).decode
+
+
+class _Invalid(Exception):
+    """The log is not valid, or not surely: the reference decides."""
+
+
+class _NotTaken(Exception):
+    """This chunk goes line by line."""
+
+
+def fast_check(path: str | os.PathLike[str]) -> tuple[LogContents, FoldState] | None:
+    """The summary read of the log at ``path`` and the fold of its owned suffix, when the log
+    is valid and this fast path is sure of it; None otherwise (the reference decides).
+    ``OSError`` propagates."""
+    with open(path, "rb") as stream:
+        return _check(stream.read, os.fspath(path), _CHUNK)
+
+
+def fast_check_bytes(
+    data: bytes, *, file: str = "<bytes>", chunk: int = _CHUNK
+) -> tuple[LogContents, FoldState] | None:
+    """:func:`fast_check` of a log in memory, read ``chunk`` bytes at a time (for tests)."""
+    return _check(io.BytesIO(data).read, file, chunk)
+
+
+def _check(
+    read: Callable[[int], bytes], file: str, size: int
+) -> tuple[LogContents, FoldState] | None:
+    buf = read(size)
+    while (newline := buf.find(b"\n")) < 0:  # the header line goes on in the next chunk
+        more = read(size)
+        if not more or len(buf) > _MAX_RAW:
+            return None  # a new log, only a torn header or an over-long line: the reference
+        buf += more
+    header_size = newline + 1
+    if header_size > _MAX_RAW:
+        return None
+    try:
+        header = _reference_line(buf[:header_size], 1)
+    except CorruptLogError:
+        return None
+    assert type(header) is Header
+    fold = _Chunk(header.seed_length)
+    buf = buf[header_size:]
+    complete = header_size
+    try:
+        while True:
+            last = buf.rfind(b"\n") + 1
+            if last:
+                if buf.find(b"\n") >= _MAX_RAW:  # only the first line can be that long
+                    return None
+                fold.take(buf[:last] if last < len(buf) else buf)
+                complete += last
+                buf = buf[last:]
+            more = read(size)
+            if not more:
+                break
+            if len(buf) > _MAX_RAW:
+                return None
+            buf = buf + more if buf else more
+    except _Invalid:
+        return None
+    if fold.count < fold.start or len(buf) > _MAX_RAW:
+        return None  # seedLength beyond the log: the reference reports it
+    contents = LogContents(
+        file=file,
+        header=header,
+        events=(),
+        event_count=fold.count,
+        events_kept=False,
+        torn_tail=buf,
+        complete_size=complete,
+        header_size=header_size,
+        corruption=None,
+    )
+    return contents, FoldState.from_index(fold.active, fold.seen)
+
+
+class _Chunk:
+    """The fold so far, and how the next chunk of complete lines is taken."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start  # the first owned event index (seedLength)
+        self.count = 0  # events so far
+        self.active: dict[str, Record] = {}
+        self.seen: dict[str, None] = {}
+        self.instants = CanonicalInstantParser()
+        self.created: list[str] = []  # the scheduledAt of the records created in this chunk
+
+    def take(self, body: bytes) -> None:
+        """Check and fold the complete lines ``body`` (each ends with ``\\n``)."""
+        if self.count >= self.start:
+            try:
+                self.count += self._fast(body)
+                return
+            except _NotTaken:
+                pass
+        self._lines(body)
+
+    # -- the chunk at once ------------------------------------------------------------------
+
+    def _fast(self, body: bytes) -> int:
+        try:
+            envelopes = _decode_envelopes((b"[" + body + _SENTINEL).replace(b"\n", b","))
+        except (msgspec.DecodeError, RecursionError):
+            raise _NotTaken from None
+        envelopes.pop()
+        lines = len(envelopes)
+        kinds = list(map(_KIND, envelopes))
+        payloads = list(map(_PAYLOAD, envelopes))
+        if "" in kinds:
+            raise _NotTaken
+        if not body.isascii():
+            _check_utf8(body)
+        if max(map(len, payloads)) > _SHORT_DATA:
+            _check_deep(body, payloads)
+        # Every line's ':' outside its payload: exactly the two of its envelope.
+        if body.count(b":") - b"".join(payloads).count(b":") != 2 * lines:
+            raise _NotTaken
+        if _FOLLOWUP in kinds:
+            _check_followups(list(compress(payloads, map(_FOLLOWUP.__eq__, kinds))))
+        if _CHANGE not in kinds:
+            return lines
+        joined = b"[" + b",".join(compress(payloads, map(_CHANGE.__eq__, kinds))) + b"]"
+        if b"\\u003" in joined:
+            raise _NotTaken
+        try:
+            typed = _decode_changes(joined)
+        except (msgspec.DecodeError, RecursionError):
+            raise _NotTaken from None
+        seen = self.seen
+        before, seen_before = dict(self.active), len(seen)
+        expected = self._fold_typed(typed)
+        self._settle(seen_before)
+        colons = joined.count(b":")
+        if colons != expected and colons != expected + _text_colons(typed):
+            # A key given twice or a null member: unfold, and read the chunk line by line.
+            self.active = before
+            for key in list(islice(seen, seen_before, None)):
+                del seen[key]
+            raise _NotTaken
+        return lines
+
+    def _fold_typed(self, typed: list[_Create | _Delete | _Dispatch]) -> int:
+        """Check and fold typed changes; the ``:`` bytes of their members (and instants).
+
+        A created record stays typed in ``active`` until :meth:`_settle` (or a dispatch)
+        builds its :class:`Record`; its ``scheduledAt`` is checked by :meth:`_settle` too.
+        """
+        # Records, and the typed records created in this chunk until they are settled.
+        active: dict[str, Any] = self.active
+        seen = self.seen
+        parse = self.instants.parse
+        created = self.created.append
+        ws = JS_WHITESPACE
+        # version, operation and id of every change; the rest is added per kind
+        colons = 3 * len(typed)
+        for change in typed:
+            if type(change) is _Delete:
+                target = change.id
+                if active.pop(target, None) is None or target.strip(ws) is not target:
+                    raise _Invalid
+                continue
+            if type(change) is _Dispatch:
+                target = change.id
+                current = active.get(target)
+                if current is None or target.strip(ws) is not target:
+                    raise _Invalid
+                accepted = change.acceptedAt
+                if type(current) is not Record:
+                    current = _record(current, parse)
+                if accepted is None:
+                    if current.kind != "after" and current.kind != "at":
+                        raise _Invalid
+                    del active[target]
+                    continue
+                at = parse(accepted)
+                if at is None or current.kind != "every":
+                    raise _Invalid
+                colons += 3  # acceptedAt and an instant's 2
+                try:
+                    following = decide(current, at).next_scheduled_at
+                except (ScheduleInputError, CorruptScheduleError):
+                    raise _Invalid from None
+                if following is None:
+                    del active[target]
+                else:
+                    active[target] = replace(current, scheduled_at=following)
+                continue
+            record = change.schedule  # type: ignore[union-attr]
+            record_id, prompt, title = record.id, record.prompt, record.title
+            if (
+                record_id in seen
+                or record_id.strip(ws) is not record_id
+                or prompt.strip(ws) is not prompt
+            ):
+                raise _Invalid
+            # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at
+            colons += 6 if type(record) is _AtRecord else 7
+            if title is not None:
+                if title.strip(ws) is not title or utf16_len(title) > TITLE_MAX_UNITS:
+                    raise _Invalid
+                colons += 1
+            seen[record_id] = None
+            active[record_id] = record  # settled below
+            created(record.scheduledAt)
+        return colons
+
+    def _settle(self, seen_before: int) -> None:
+        """Build the :class:`Record` of each record created since ``seen_before`` ids were seen
+        that is still active, and check the ``scheduledAt`` of all of them."""
+        active: dict[str, Any] = self.active
+        parse = self.instants.parse
+        for record_id in list(islice(self.seen, seen_before, None)):
+            record = active.get(record_id)
+            if record is not None and type(record) is not Record:
+                active[record_id] = _record(record, parse)
+        instants, self.created = self.created, []
+        joined = "\n".join(instants)
+        if (
+            len(joined) != 25 * len(instants) - 1 or _INSTANTS.fullmatch(joined) is None
+        ) and None in map(parse, instants):  # February 29, or not an instant at all
+            raise _Invalid
+
+    # -- line by line -------------------------------------------------------------------------
+
+    def _lines(self, body: bytes) -> None:
+        """The chunk as the summary read and the fold take it, one line at a time."""
+        start = self.start
+        for raw in io.BytesIO(body):
+            index = self.count
+            self.count += 1
+            taken = summary_line(raw)
+            if taken is True:
+                continue
+            change: Change | None = taken
+            if change is None:
+                try:
+                    item = _reference_line(raw, index + 2)
+                except CorruptLogError:
+                    raise _Invalid from None
+                assert type(item) is LogEvent
+                if item.type != SCHEDULE_CHANGE_TYPE or index < start:
+                    continue
+                try:
+                    change = decode_event_change(item)
+                except FoldError:
+                    raise _Invalid from None
+            elif index < start:
+                continue
+            self._apply(change)
+
+    def _apply(self, change: Change) -> None:
+        try:
+            effect = plan(change, self.active, self.seen)
+        except FoldError:
+            raise _Invalid from None
+        if effect.created:
+            self.seen[effect.id] = None
+        if effect.record is None:
+            del self.active[effect.id]
+        else:
+            self.active[effect.id] = effect.record
+
+
+def _record(record: _AfterRecord | _AtRecord | _EveryRecord, parse: _Parse) -> Record:
+    """The :class:`Record` of a typed record (as ``decode_change_line`` builds it)."""
+    when = parse(record.scheduledAt)
+    if when is None:
+        raise _Invalid
+    if type(record) is _AfterRecord:
+        return Record(
+            id=record.id,
+            kind="after",
+            prompt=record.prompt,
+            scheduled_at=when,
+            title=record.title,
+            after_seconds=record.afterSeconds,
+        )
+    if type(record) is _EveryRecord:
+        return Record(
+            id=record.id,
+            kind="every",
+            prompt=record.prompt,
+            scheduled_at=when,
+            title=record.title,
+            every_seconds=record.everySeconds,
+        )
+    return Record(
+        id=record.id, kind="at", prompt=record.prompt, scheduled_at=when, title=record.title
+    )
+
+
+def _text_colons(typed: list[_Create | _Delete | _Dispatch]) -> int:
+    """The ``:`` inside the ids, prompts and titles of typed changes."""
+    colons = 0
+    for change in typed:
+        if type(change) is _Create:
+            record = change.schedule
+            colons += record.id.count(":") + record.prompt.count(":")
+            if record.title is not None:
+                colons += record.title.count(":")
+        else:
+            colons += change.id.count(":")  # type: ignore[union-attr]
+    return colons
+
+
+def _check_utf8(body: bytes) -> None:
+    """The chunk is UTF-8 (decoded in pieces, which is several times faster than at once)."""
+    view, size, done = memoryview(body), len(body), 0
+    try:
+        while done < size:
+            done += _utf8_decode(view[done : done + _UTF8_PIECE], "strict", False)[1]
+    except UnicodeDecodeError:
+        raise _NotTaken from None
+
+
+def _check_deep(body: bytes, payloads: list[msgspec.Raw]) -> None:
+    """What a payload the engine does not read must not hold: nesting deeper than 200 levels
+    (Python's decoder may not reach it; a shorter line cannot) or an integer of 4300 digits
+    (``int()`` refuses it)."""
+    openers = body.translate(None, _NOT_OPENERS)  # each line's '[' and '{' (and its newline)
+    if max(map(len, openers.split(b"\n"))) > _MAX_OPENERS:
+        raise _NotTaken
+    if max(map(len, payloads)) > _LONG_DATA:
+        for data in payloads:
+            if len(data) > _LONG_DATA and _LONG_INT.search(bytes(data)) is not None:
+                raise _NotTaken
+
+
+def _check_followups(followups: list[msgspec.Raw]) -> None:
+    """Follow-up payloads in the shape writers emit, no key given twice nor a member null:
+    their ':' bytes are their members' and their text's."""
+    joined = b"[" + b",".join(followups) + b"]"
+    if b"\\u003" in joined:
+        raise _NotTaken
+    try:
+        decoded = _decode_followups(joined)
+    except (msgspec.DecodeError, RecursionError):
+        raise _NotTaken from None
+    colons = 0
+    for data in decoded:
+        source = data.source
+        # the six data members, source's kind (and plugin), two per reminder, and the text
+        colons += (
+            7
+            + data.messageId.count(":")
+            + data.role.count(":")
+            + source.kind.count(":")
+            + data.text.count(":")
+            + data.createdAt.count(":")
+        )
+        if source.plugin is not None:
+            colons += 1 + source.plugin.count(":")
+        for member in data.reminders:
+            colons += 2 + member.id.count(":") + member.occurrenceAt.count(":")
+    if colons != joined.count(b":"):
+        raise _NotTaken
