@@ -40,7 +40,7 @@ import io
 import os
 import re
 from collections.abc import Callable
-from itertools import compress, islice
+from itertools import compress
 from operator import attrgetter
 from typing import Annotated, Any, Final, Literal
 
@@ -131,6 +131,9 @@ class _EveryRecord(_Typed, tag_field="kind", tag="every"):
     everySeconds: _Every
     scheduledAt: str
     title: str | None = None
+
+
+_TypedRecord = _AfterRecord | _AtRecord | _EveryRecord
 
 
 class _Create(_Typed, tag_field="operation", tag="create"):
@@ -258,7 +261,7 @@ class _Chunk:
         self.active: dict[str, Record] = {}
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
-        self.created: list[str] = []  # the scheduledAt of the records created in this chunk
+        self.created: list[_TypedRecord] = []  # the records created in this chunk, typed
 
     def take(self, body: bytes) -> None:
         """Check and fold the complete lines ``body`` (each ends with ``\\n``)."""
@@ -302,15 +305,15 @@ class _Chunk:
         except (msgspec.DecodeError, RecursionError):
             raise _NotTaken from None
         seen = self.seen
-        before, seen_before = dict(self.active), len(seen)
+        before = dict(self.active)
         expected = self._fold_typed(typed)
-        self._settle(seen_before)
+        created = self._settle()
         colons = joined.count(b":")
         if colons != expected and colons != expected + _text_colons(typed):
             # A key given twice or a null member: unfold, and read the chunk line by line.
             self.active = before
-            for key in list(islice(seen, seen_before, None)):
-                del seen[key]
+            for record in created:
+                del seen[record.id]
             raise _NotTaken
         return lines
 
@@ -376,24 +379,25 @@ class _Chunk:
                 colons += 1
             seen[record_id] = None
             active[record_id] = record  # settled below
-            created(record.scheduledAt)
+            created(record)
         return colons
 
-    def _settle(self, seen_before: int) -> None:
-        """Build the :class:`Record` of each record created since ``seen_before`` ids were seen
-        that is still active, and check the ``scheduledAt`` of all of them."""
+    def _settle(self) -> list[_TypedRecord]:
+        """Build the :class:`Record` of each record created in this chunk that is still
+        active, check the ``scheduledAt`` of all of them, and return them."""
         active: dict[str, Any] = self.active
         parse = self.instants.parse
-        for record_id in list(islice(self.seen, seen_before, None)):
-            record = active.get(record_id)
-            if record is not None and type(record) is not Record:
-                active[record_id] = _record(record, parse)
-        instants, self.created = self.created, []
+        created, self.created = self.created, []
+        for record in created:
+            if active.get(record.id) is record:
+                active[record.id] = _record(record, parse)
+        instants = [record.scheduledAt for record in created]
         joined = "\n".join(instants)
         if (
             len(joined) != 25 * len(instants) - 1 or _INSTANTS.fullmatch(joined) is None
         ) and None in map(parse, instants):  # February 29, or not an instant at all
             raise _Invalid
+        return created
 
     # -- line by line -------------------------------------------------------------------------
 
@@ -436,7 +440,7 @@ class _Chunk:
             self.active[effect.id] = effect.record
 
 
-def _record(record: _AfterRecord | _AtRecord | _EveryRecord, parse: _Parse) -> Record:
+def _record(record: _TypedRecord, parse: _Parse) -> Record:
     """The :class:`Record` of a typed record (as ``decode_change_line`` builds it)."""
     when = parse(record.scheduledAt)
     if when is None:
