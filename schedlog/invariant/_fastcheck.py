@@ -102,6 +102,7 @@ class _Envelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 # --- typed payloads: the shapes writers emit, ranges checked by the decoder ----------------------
 
+_Text = Annotated[str, Meta(min_length=1)]
 _Seconds = Annotated[int, Meta(ge=1, le=MAX_SAFE_INT)]
 _Every = Annotated[int, Meta(ge=MIN_EVERY_SECONDS_SESSION, le=MAX_EVERY_SECONDS)]
 
@@ -111,26 +112,26 @@ class _Typed(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False)
 
 
 class _AfterRecord(_Typed, tag_field="kind", tag="after"):
-    id: str
-    prompt: str
+    id: _Text
+    prompt: _Text
     afterSeconds: _Seconds
     scheduledAt: str
-    title: str | None = None
+    title: _Text | None = None
 
 
 class _AtRecord(_Typed, tag_field="kind", tag="at"):
-    id: str
-    prompt: str
+    id: _Text
+    prompt: _Text
     scheduledAt: str
-    title: str | None = None
+    title: _Text | None = None
 
 
 class _EveryRecord(_Typed, tag_field="kind", tag="every"):
-    id: str
-    prompt: str
+    id: _Text
+    prompt: _Text
     everySeconds: _Every
     scheduledAt: str
-    title: str | None = None
+    title: _Text | None = None
 
 
 _TypedRecord = _AfterRecord | _AtRecord | _EveryRecord
@@ -334,13 +335,13 @@ class _Chunk:
         for change in typed:
             if type(change) is _Delete:
                 target = change.id
-                if active.pop(target, None) is None or target.strip(ws) is not target:
+                if active.pop(target, None) is None:  # an active id is a trimmed one
                     raise _Invalid
                 continue
             if type(change) is _Dispatch:
                 target = change.id
                 current = active.get(target)
-                if current is None or target.strip(ws) is not target:
+                if current is None:
                     raise _Invalid
                 accepted = change.acceptedAt
                 if type(current) is not Record:

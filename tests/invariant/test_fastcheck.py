@@ -283,6 +283,20 @@ DELETE = js_dumps({"type": "schedule/change", "data": delete_data("a")}).encode(
         CREATE.replace(b"2026-05-01", b"2027-02-29") + b"\n",
         CREATE.replace(b"2026-05-01", b"0000-05-01") + b"\n",
         CREATE.replace(b"09:00:00.000Z", b"24:00:00.000Z") + b"\n",
+        # empty, blank or untrimmed text (kept active, or deleted again)
+        *(
+            CREATE.replace(old, new) + b"\n" + tail
+            for old, new in (
+                (b'"id":"a"', b'"id":""'),
+                (b'"prompt":"Prompt of a"', b'"prompt":""'),
+                (b'"prompt":"Prompt of a"', b'"prompt":" "'),
+                (b'"prompt":"Prompt of a"', b'"prompt":"Prompt\\u3000"'),
+                (b'"prompt"', b'"title":"","prompt"'),
+                (b'"prompt"', b'"title":" t","prompt"'),
+                (b'"prompt"', b'"title":"' + "📅".encode() * 61 + b'","prompt"'),
+            )
+            for tail in (b"", DELETE.replace(b'"id":"a"', b'"id":""') + b"\n", DELETE + b"\n")
+        ),
         # the same, deleted again in the chunk (never built into a record)
         *(
             CREATE.replace(b"2026-05-01T09:00:00.000Z", bad) + b"\n" + DELETE + b"\n"
