@@ -40,7 +40,7 @@ import io
 import os
 import re
 from collections.abc import Callable
-from itertools import compress
+from itertools import chain, compress
 from operator import attrgetter
 from typing import Annotated, Any, Final, Literal
 
@@ -81,6 +81,10 @@ _NOT_OPENERS: Final = bytes(b for b in range(256) if b not in b"[{\n")
 _UTF8_PIECE: Final = 1 << 14
 _utf8_decode = codecs.utf_8_decode
 _KIND = attrgetter("type")
+_PLUGIN = attrgetter("source.plugin")
+_REMINDERS = attrgetter("reminders")
+_FOLLOWUP_TEXT = attrgetter("messageId", "role", "text", "createdAt", "source.kind")
+_MEMBER_TEXT = attrgetter("id", "occurrenceAt")
 _Parse = Callable[[object], "int | None"]
 # A canonical instant on a real day but February 29 (docs/rules.md#instants), one a line.
 _DAY: Final = (
@@ -516,21 +520,12 @@ def _check_followups(followups: list[msgspec.Raw]) -> None:
         decoded = _decode_followups(joined)
     except (msgspec.DecodeError, RecursionError):
         raise _NotTaken from None
-    colons = 0
-    for data in decoded:
-        source = data.source
-        # the six data members, source's kind (and plugin), two per reminder, and the text
-        colons += (
-            7
-            + data.messageId.count(":")
-            + data.role.count(":")
-            + source.kind.count(":")
-            + data.text.count(":")
-            + data.createdAt.count(":")
-        )
-        if source.plugin is not None:
-            colons += 1 + source.plugin.count(":")
-        for member in data.reminders:
-            colons += 2 + member.id.count(":") + member.occurrenceAt.count(":")
+    # The six data members, source's kind (and plugin), two per reminder, and their text.
+    plugins = list(map(_PLUGIN, decoded))
+    members = list(chain.from_iterable(map(_REMINDERS, decoded)))
+    text = "".join(chain.from_iterable(map(_FOLLOWUP_TEXT, decoded)))
+    text += "".join(chain.from_iterable(map(_MEMBER_TEXT, members)))
+    text += "".join(filter(None, plugins))
+    colons = 8 * len(decoded) - plugins.count(None) + 2 * len(members) + text.count(":")
     if colons != joined.count(b":"):
         raise _NotTaken
