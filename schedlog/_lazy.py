@@ -1,19 +1,22 @@
 """Lazy loading, written once: module attributes (PEP 562) and command handlers.
 
-``schedlog``, ``schedlog.eventlog`` and the ``schedlog.cli.*_cmd`` modules keep ``import`` and
-``schedlog --help`` cheap by importing what they export, or the command they run, only when it
-is first used. A leaf: it imports nothing from the package.
+``schedlog``, ``schedlog.eventlog``, ``schedlog.rules`` and the ``schedlog.cli.*_cmd`` modules
+keep ``import`` and ``schedlog --help`` cheap by importing what they export, or the command they
+run, only when it is first used; :func:`lazy_module` defers a module a few callers need. A
+leaf: it imports nothing from the package.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
-__all__ = ["lazy_command", "lazy_exports"]
+__all__ = ["lazy_command", "lazy_exports", "lazy_module"]
 
 
 def lazy_exports(
@@ -39,6 +42,27 @@ def lazy_exports(
         return sorted(set(vars(sys.modules[module_name])) | set(table))
 
     return __getattr__, __dir__
+
+
+def lazy_module(name: str) -> ModuleType:
+    """Module ``name`` (a submodule of an imported package), executed on first attribute access
+    (:class:`importlib.util.LazyLoader`); the module itself if it is already imported.
+
+    For a module only some callers need, in a module many import: a session-log replay, say,
+    imports the rules layer's decisions but never runs a cron rule.
+    """
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"no module named {name!r}", name=name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
 
 
 def lazy_command(module: str, name: str) -> Callable[[argparse.Namespace], int]:

@@ -11,18 +11,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from msgspec.structs import replace
 
+from schedlog._lazy import lazy_module
 from schedlog.errors import CorruptScheduleError, ScheduleInputError
-from schedlog.rules.at import MSG_OUT_OF_RANGE, parse_normalized_time
-from schedlog.rules.calendar import CalendarRule, calendar_latest, calendar_next, local_day
-from schedlog.rules.cron import CronRule, cron_latest, cron_next, parse_cron
 from schedlog.rules.instants import MAX_MS, MIN_MS, is_representable
 from schedlog.rules.record import Record
 from schedlog.rules.text import MAX_SAFE_INT, json_int
-from schedlog.rules.zones import Zone, get_zone
+
+# The calendar, cron, zone and `at` modules load when a daily, weekly or cron rule first needs
+# them: folding a session log (after, at, every) never does.
+if TYPE_CHECKING:
+    from schedlog.rules import at as _at
+    from schedlog.rules import calendar as _calendar
+    from schedlog.rules import cron as _cron
+    from schedlog.rules import zones as _zones
+    from schedlog.rules.calendar import CalendarRule
+    from schedlog.rules.cron import CronRule
+    from schedlog.rules.zones import Zone
+else:
+    _at = lazy_module("schedlog.rules.at")
+    _calendar = lazy_module("schedlog.rules.calendar")
+    _cron = lazy_module("schedlog.rules.cron")
+    _zones = lazy_module("schedlog.rules.zones")
 
 __all__ = [
     "MIN_EVERY_SECONDS_HOST",
@@ -57,13 +70,13 @@ class Decision(NamedTuple):
 @lru_cache(maxsize=1024)
 def cached_zone(name: str) -> Zone | None:
     """The zone a stored or canonical name resolves to (cached), or None."""
-    return get_zone(name)
+    return _zones.get_zone(name)
 
 
 @lru_cache(maxsize=4096)
 def cached_cron(expression: str) -> CronRule:
     """A parsed cron rule for an expression (cached); raises ScheduleInputError like parse_cron."""
-    return parse_cron(expression)
+    return _cron.parse_cron(expression)
 
 
 # --- first targets ---------------------------------------------------------------------------
@@ -93,10 +106,10 @@ def offset_target(now: int, seconds: int) -> int:
     docs/rules.md#every), or ``time_out_of_range`` when ``now`` or the target is not
     representable."""
     if not is_representable(now):
-        raise ScheduleInputError("time_out_of_range", MSG_OUT_OF_RANGE)
+        raise ScheduleInputError("time_out_of_range", _at.MSG_OUT_OF_RANGE)
     target = now + seconds * 1000
     if not MIN_MS <= target <= MAX_MS:
-        raise ScheduleInputError("time_out_of_range", MSG_OUT_OF_RANGE)
+        raise ScheduleInputError("time_out_of_range", _at.MSG_OUT_OF_RANGE)
     return target
 
 
@@ -126,7 +139,7 @@ def _no_future(kind: str) -> ScheduleInputError:
 def first_calendar(rule: CalendarRule, now: int) -> int:
     """First target of a daily or weekly rule: ``next(rule, now)`` (docs/rules.md#daily-weekly)."""
     _check_creation_now(rule.kind, now)
-    target = calendar_next(rule.time_ms, rule.weekdays, rule.zone, now)
+    target = _calendar.calendar_next(rule.time_ms, rule.weekdays, rule.zone, now)
     if target is None:
         raise _no_future(rule.kind)
     return target
@@ -135,7 +148,7 @@ def first_calendar(rule: CalendarRule, now: int) -> int:
 def first_cron(rule: CronRule, zone: Zone, now: int) -> int:
     """First target of a cron rule: ``cronNext(rule, now)`` (docs/rules.md#cron-next)."""
     _check_creation_now("cron", now)
-    target = cron_next(rule, zone, now)
+    target = _cron.cron_next(rule, zone, now)
     if target is None:
         raise _no_future("cron")
     return target
@@ -167,7 +180,7 @@ def _decide_every(record: Record, at: int) -> Decision:
 def _stored_calendar(record: Record) -> tuple[Zone, int, tuple[int, ...] | None]:
     """The zone, time of day (ms) and weekdays (weekly only) of a daily or weekly record."""
     zone = _stored_zone(record)
-    time_ms = parse_normalized_time(record.time)
+    time_ms = _at.parse_normalized_time(record.time)
     if time_ms is None or (record.kind == "weekly" and not record.weekdays):
         raise CorruptScheduleError(f"schedule record {record.id!r} has no valid {record.kind} rule")
     return zone, time_ms, (record.weekdays if record.kind == "weekly" else None)
@@ -188,18 +201,20 @@ def _stored_cron(record: Record) -> CronRule:
 def _decide_calendar(record: Record, at: int) -> Decision:
     zone, time_ms, weekdays = _stored_calendar(record)
     target = record.scheduled_at
-    latest = calendar_latest(time_ms, weekdays, zone, at, target)
+    latest = _calendar.calendar_latest(time_ms, weekdays, zone, at, target)
     occurrence = target if latest is None else max(latest, target)
-    following = calendar_next(time_ms, weekdays, zone, at, local_day(zone, occurrence))
+    following = _calendar.calendar_next(
+        time_ms, weekdays, zone, at, _calendar.local_day(zone, occurrence)
+    )
     return Decision(occurrence, following)
 
 
 def _decide_cron(record: Record, at: int) -> Decision:
     zone, rule = _stored_zone(record), _stored_cron(record)
     target = record.scheduled_at
-    latest = cron_latest(rule, zone, at, target)
+    latest = _cron.cron_latest(rule, zone, at, target)
     occurrence = target if latest is None else max(latest, target)
-    return Decision(occurrence, cron_next(rule, zone, at))
+    return Decision(occurrence, _cron.cron_next(rule, zone, at))
 
 
 def decide(record: Record, at: int) -> Decision:
@@ -262,6 +277,7 @@ def target_after_target(record: Record) -> Callable[[int], int | None]:
         return every
     if kind in ("daily", "weekly"):
         zone, time_ms, weekdays = _stored_calendar(record)
+        calendar_next, local_day = _calendar.calendar_next, _calendar.local_day
 
         def calendar(target: int) -> int | None:
             if not is_representable(target):
@@ -271,6 +287,7 @@ def target_after_target(record: Record) -> Callable[[int], int | None]:
         return calendar
     if kind == "cron":
         zone, rule = _stored_zone(record), _stored_cron(record)
+        cron_next = _cron.cron_next
 
         def cron(target: int) -> int | None:
             if not is_representable(target):

@@ -14,12 +14,10 @@ Builders raise
 
 from __future__ import annotations
 
-from typing import Final, Literal, NamedTuple, cast
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, cast
 
+from schedlog._lazy import lazy_module
 from schedlog.errors import CorruptScheduleError, ScheduleInputError
-from schedlog.rules.at import parse_at, parse_normalized_time
-from schedlog.rules.calendar import parse_calendar
-from schedlog.rules.cron import CronRule, parse_cron
 from schedlog.rules.decide import (
     MIN_EVERY_SECONDS_HOST,
     MIN_EVERY_SECONDS_SESSION,
@@ -33,7 +31,21 @@ from schedlog.rules.decide import (
 from schedlog.rules.instants import parse_canonical_instant
 from schedlog.rules.record import Kind, Record
 from schedlog.rules.text import is_blank, is_trimmed, js_trim, json_int, utf16_len
-from schedlog.rules.zones import Zone, check_time_zone
+
+# The `at`, calendar, cron and zone modules load when a record of a kind that needs them is
+# first built or decoded: session-local records (after, at, every) never need them.
+if TYPE_CHECKING:
+    from schedlog.rules import at as _at
+    from schedlog.rules import calendar as _calendar
+    from schedlog.rules import cron as _cron
+    from schedlog.rules import zones as _zones
+    from schedlog.rules.cron import CronRule
+    from schedlog.rules.zones import Zone
+else:
+    _at = lazy_module("schedlog.rules.at")
+    _calendar = lazy_module("schedlog.rules.calendar")
+    _cron = lazy_module("schedlog.rules.cron")
+    _zones = lazy_module("schedlog.rules.zones")
 
 __all__ = [
     "HOST_SELECTORS",
@@ -132,7 +144,7 @@ def _stored_weekdays(value: object) -> tuple[int, ...]:
 
 def _stored_zone(value: object) -> str:
     try:
-        check_time_zone(value)
+        _zones.check_time_zone(value)
     except ScheduleInputError:
         raise _corrupt("timeZone", "must be UTC or a valid IANA Area/Location name") from None
     assert type(value) is str
@@ -195,7 +207,7 @@ def _decode(value: object, *, host: bool) -> Record:
             raise _corrupt("everySeconds", f"must be at most {MAX_EVERY_SECONDS}")
     elif kind in ("daily", "weekly"):
         raw_time = value["time"]
-        if type(raw_time) is not str or parse_normalized_time(raw_time) is None:
+        if type(raw_time) is not str or _at.parse_normalized_time(raw_time) is None:
             raise _corrupt("time", "must be a normalized HH:MM:SS.mmm time of day")
         time = raw_time
         time_zone = _stored_zone(value["timeZone"])
@@ -339,8 +351,8 @@ def parse_cron_selector(value: object) -> tuple[CronRule, Zone, str]:
     zone and its canonical name. The expression is checked before the zone."""
     if not isinstance(value, dict) or value.keys() != _CRON_KEYS:
         raise ScheduleInputError("invalid_rule", MSG_CRON_SHAPE)
-    rule = parse_cron(value["expression"])
-    zone, canonical = check_time_zone(value["time_zone"])
+    rule = _cron.parse_cron(value["expression"])
+    zone, canonical = _zones.check_time_zone(value["time_zone"])
     return rule, zone, canonical
 
 
@@ -363,7 +375,7 @@ def build_record(request: CreateRequest, *, id: str, now: int) -> Record:
             scheduled_at=offset_target(now, seconds),
         )
     if selector == "at":
-        target = parse_at(value, now)
+        target = _at.parse_at(value, now)
         return Record(id=id, kind="at", title=title, prompt=prompt, scheduled_at=target)
     if selector == "every_seconds":
         seconds = cast(int, value)
@@ -376,7 +388,7 @@ def build_record(request: CreateRequest, *, id: str, now: int) -> Record:
             scheduled_at=offset_target(now, seconds),
         )
     if selector in ("daily", "weekly"):
-        rule = parse_calendar(selector, value)
+        rule = _calendar.parse_calendar(selector, value)
         target = first_calendar(rule, now)
         return Record(
             id=id,
