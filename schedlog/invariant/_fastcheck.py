@@ -41,7 +41,7 @@ import os
 import re
 from collections.abc import Callable
 from itertools import chain, compress
-from operator import attrgetter
+from operator import attrgetter, not_
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
@@ -69,10 +69,10 @@ _CHUNK: Final = 1 << 18
 _MAX_RAW: Final = MAX_LINE_BYTES + 1
 _CHANGE: Final = SCHEDULE_CHANGE_TYPE
 _FOLLOWUP: Final = "message/followup"
-#: A payload this long may hold a line over 400 bytes: its ``[`` and ``{`` are counted (a shorter
-#: line cannot nest deeper than 200 levels).
+#: The ``[`` and ``{`` of a longer untyped payload are counted: at most 198, so that with its
+#: envelope's the line nests at most 199 levels deep (a payload of 380 bytes cannot nest 191).
 _SHORT_DATA: Final = 380
-_MAX_OPENERS: Final = 199
+_MAX_OPENERS: Final = 198
 _LONG_DATA: Final = 4200
 _LONG_INT: Final = re.compile(rb"[0-9]{4300}")
 #: Ends the array of envelopes (the chunk's last ``\\n`` became a ``,``); dropped after decoding.
@@ -81,6 +81,7 @@ _NOT_OPENERS: Final = bytes(b for b in range(256) if b not in b"[{\n")
 _UTF8_PIECE: Final = 1 << 14
 _utf8_decode = codecs.utf_8_decode
 _KIND = attrgetter("type")
+_TYPED: Final = frozenset({_CHANGE, _FOLLOWUP})
 _PLUGIN = attrgetter("source.plugin")
 _REMINDERS = attrgetter("reminders")
 _FOLLOWUP_TEXT = attrgetter("messageId", "role", "text", "createdAt", "source.kind")
@@ -291,16 +292,22 @@ class _Chunk:
         payloads = list(map(_PAYLOAD, envelopes))
         if "" in kinds:
             raise _NotTaken
-        if not body.isascii():
-            _check_utf8(body)
-        if max(map(len, payloads)) > _SHORT_DATA:
-            _check_deep(body, payloads)
-        # Every line's ':' outside its payload: exactly the two of its envelope.
-        if body.count(b":") - b"".join(payloads).count(b":") != 2 * lines:
-            raise _NotTaken
-        if _FOLLOWUP in kinds:
-            _check_followups(list(compress(payloads, map(_FOLLOWUP.__eq__, kinds))))
-        if _CHANGE not in kinds:
+        # The ':' of the payloads, if every envelope has exactly its two; each part is taken
+        # off below, and what is left must be nothing.
+        colons = body.count(b":") - 2 * lines
+        changes, followups = _CHANGE in kinds, _FOLLOWUP in kinds
+        others = (
+            list(compress(payloads, map(not_, map(_TYPED.__contains__, kinds))))
+            if changes or followups
+            else payloads
+        )
+        if others:
+            colons -= _check_untyped(others)
+        if followups:
+            colons -= _check_followups(list(compress(payloads, map(_FOLLOWUP.__eq__, kinds))))
+        if not changes:
+            if colons:
+                raise _NotTaken
             return lines
         joined = b"[" + b",".join(compress(payloads, map(_CHANGE.__eq__, kinds))) + b"]"
         if b"\\u003" in joined:
@@ -313,8 +320,8 @@ class _Chunk:
         before = dict(self.active)
         expected = self._fold_typed(typed)
         created = self._settle()
-        colons = joined.count(b":")
-        if colons != expected and colons != expected + _text_colons(typed):
+        counted = joined.count(b":")
+        if colons != counted or (counted != expected and counted != expected + _text_colons(typed)):
             # A key given twice or a null member: unfold, and read the chunk line by line.
             self.active = before
             for record in created:
@@ -497,22 +504,28 @@ def _check_utf8(body: bytes) -> None:
         raise _NotTaken from None
 
 
-def _check_deep(body: bytes, payloads: list[msgspec.Raw]) -> None:
-    """What a payload the engine does not read must not hold: nesting deeper than 200 levels
-    (Python's decoder may not reach it; a shorter line cannot) or an integer of 4300 digits
-    (``int()`` refuses it)."""
-    openers = body.translate(None, _NOT_OPENERS)  # each line's '[' and '{' (and its newline)
-    if max(map(len, openers.split(b"\n"))) > _MAX_OPENERS:
-        raise _NotTaken
-    if max(map(len, payloads)) > _LONG_DATA:
-        for data in payloads:
-            if len(data) > _LONG_DATA and _LONG_INT.search(bytes(data)) is not None:
-                raise _NotTaken
+def _check_untyped(payloads: list[msgspec.Raw]) -> int:
+    """The ``:`` bytes of payloads the engine does not read, which must be UTF-8 and must not
+    hold nesting deeper than 200 levels (Python's decoder may not reach it) or an integer of
+    4300 digits (``int()`` refuses it). Typed payloads are UTF-8 and shallow by their type."""
+    joined = b"\n".join(payloads)  # one a line: a payload holds no newline
+    if not joined.isascii():
+        _check_utf8(joined)
+    longest = max(map(len, payloads))
+    if longest > _SHORT_DATA:  # a shorter one cannot nest deeper than 190 levels
+        openers = joined.translate(None, _NOT_OPENERS)  # each payload's '[' and '{'
+        if max(map(len, openers.split(b"\n"))) > _MAX_OPENERS:
+            raise _NotTaken
+        if longest > _LONG_DATA:
+            for data in payloads:
+                if len(data) > _LONG_DATA and _LONG_INT.search(bytes(data)) is not None:
+                    raise _NotTaken
+    return joined.count(b":")
 
 
-def _check_followups(followups: list[msgspec.Raw]) -> None:
+def _check_followups(followups: list[msgspec.Raw]) -> int:
     """Follow-up payloads in the shape writers emit, no key given twice nor a member null:
-    their ':' bytes are their members' and their text's."""
+    their ':' bytes, which are their members' and their text's."""
     joined = b"[" + b",".join(followups) + b"]"
     if b"\\u003" in joined:
         raise _NotTaken
@@ -529,3 +542,4 @@ def _check_followups(followups: list[msgspec.Raw]) -> None:
     colons = 8 * len(decoded) - plugins.count(None) + 2 * len(members) + text.count(":")
     if colons != joined.count(b":"):
         raise _NotTaken
+    return colons
