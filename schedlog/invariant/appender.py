@@ -85,6 +85,7 @@ class LogAppender:
         self._delivered = delivered
         self._fd: int | None = fd
         self._size = size
+        self._synced_size: int | None = None  # the length the last fsync that succeeded covered
         self._dir_pending = created
         self._broken: str | None = None
 
@@ -281,6 +282,7 @@ class LogAppender:
                 os.ftruncate(fd, self._size)
             except OSError as exc:
                 self._broken = f"a failed write could not be rolled back: {exc}"
+            self._synced_size = None  # the next barrier makes the rollback durable too
             raise
         self._size += len(line)
 
@@ -306,7 +308,19 @@ class LogAppender:
         except OSError as exc:
             self._broken = f"fsync failed: {exc}"
             raise
+        self._synced_size = self._size
         return True
+
+    @property
+    def synced(self) -> bool:
+        """True when the last barrier succeeded and nothing was written or read in since: a
+        barrier now would find every appended line ``fsync``ed already."""
+        return (
+            self._fd is not None
+            and self._broken is None
+            and not self._dir_pending
+            and self._synced_size == self._size
+        )
 
     def _require_open(self) -> int:
         if self._fd is None:
