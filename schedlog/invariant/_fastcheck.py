@@ -40,8 +40,9 @@ import io
 import os
 import re
 from collections.abc import Callable
-from itertools import chain, compress
-from operator import attrgetter, not_
+from functools import reduce
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, not_, or_
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
@@ -177,6 +178,47 @@ class _Followup(_Typed):
     createdAt: str
 
 
+class _ChangeLine(
+    msgspec.Struct, tag_field="type", tag=_CHANGE, forbid_unknown_fields=True, gc=False
+):
+    data: _Create | _Delete | _Dispatch
+
+
+class _FollowupLine(
+    msgspec.Struct, tag_field="type", tag=_FOLLOWUP, forbid_unknown_fields=True, gc=False
+):
+    data: _Followup
+
+
+class _EndLine(msgspec.Struct, tag_field="type", tag="", forbid_unknown_fields=True, gc=False):
+    data: int
+
+
+#: A single-pass decoder is built for at most this many event types.
+_MAX_KINDS: Final = 32
+_TYPED_LINES: Final = frozenset({_ChangeLine, _FollowupLine, _EndLine})
+
+
+def _line_decoder(kinds: frozenset[str]) -> Callable[[bytes], list[Any]]:
+    """The decoder of a chunk of lines of the given types, as one JSON array: every line
+    tagged by its ``type``, a change or follow-up decoded typed, any other payload kept raw."""
+    lines: list[type] = [_ChangeLine, _FollowupLine, _EndLine]
+    for number, kind in enumerate(sorted(kinds - _TYPED)):
+        lines.append(
+            msgspec.defstruct(
+                f"_Line{number}",
+                [("data", msgspec.Raw)],
+                tag_field="type",
+                tag=kind,
+                forbid_unknown_fields=True,
+                gc=False,
+            )
+        )
+    union = reduce(or_, lines)
+    decode: Callable[[bytes], list[Any]] = msgspec.json.Decoder(list[union]).decode  # type: ignore[valid-type]
+    return decode
+
+
 _decode_envelopes = msgspec.json.Decoder(list[_Envelope]).decode
 _decode_changes = msgspec.json.Decoder(list[_Create | _Delete | _Dispatch]).decode
 _decode_followups = msgspec.json.Decoder(list[_Followup]).decode
@@ -268,16 +310,55 @@ class _Chunk:
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
         self.created: list[_TypedRecord] = []  # the records created in this chunk, typed
+        self.kinds: frozenset[str] = frozenset()  # the event types seen so far
+        self.decode_lines: Callable[[bytes], list[Any]] | None = None  # for those types
 
     def take(self, body: bytes) -> None:
-        """Check and fold the complete lines ``body`` (each ends with ``\\n``)."""
+        """Check and fold the complete lines ``body`` (each ends with ``\\n``): in one pass
+        when every type is one seen before, else in two, else line by line."""
         if self.count >= self.start:
-            try:
-                self.count += self._fast(body)
-                return
-            except _NotTaken:
-                pass
+            for way in (self._single, self._fast):
+                try:
+                    self.count += way(body)
+                    return
+                except _NotTaken:
+                    pass
         self._lines(body)
+
+    def _single(self, body: bytes) -> int:
+        """:meth:`_fast` in one decoding pass, with the types seen in earlier chunks."""
+        decode = self.decode_lines
+        if decode is None:
+            if not self.kinds or len(self.kinds) > _MAX_KINDS:
+                raise _NotTaken
+            decode = self.decode_lines = _line_decoder(self.kinds)
+        if b"\\u003" in body:  # typed payloads have no raw bytes of their own to look at
+            raise _NotTaken
+        try:
+            lines = decode((b"[" + body + _SENTINEL).replace(b"\n", b","))
+        except (msgspec.DecodeError, RecursionError):
+            raise _NotTaken from None
+        lines.pop()
+        count = len(lines)
+        classes = list(map(type, lines))
+        if _EndLine in classes:  # a line of type ""
+            raise _NotTaken
+        # What is left after the envelopes' 2 each, the untyped payloads' and the follow-ups'
+        # must be the changes' own.
+        colons = body.count(b":") - 2 * count
+        others = list(compress(lines, map(not_, map(_TYPED_LINES.__contains__, classes))))
+        if others:
+            colons -= _check_untyped(list(map(_PAYLOAD, others)))
+        if _FollowupLine in classes:
+            followups = compress(lines, map(is_, classes, repeat(_FollowupLine)))
+            colons -= _followup_colons(list(map(_PAYLOAD, followups)))
+        if _ChangeLine not in classes:
+            if colons:
+                raise _NotTaken
+            return count
+        typed = list(map(_PAYLOAD, compress(lines, map(is_, classes, repeat(_ChangeLine)))))
+        self._fold_chunk(typed, colons, None)
+        return count
 
     # -- the chunk at once ------------------------------------------------------------------
 
@@ -292,6 +373,8 @@ class _Chunk:
         payloads = list(map(_PAYLOAD, envelopes))
         if "" in kinds:
             raise _NotTaken
+        if not self.kinds.issuperset(kinds):
+            self.kinds, self.decode_lines = self.kinds.union(kinds), None
         # The ':' of the payloads, if every envelope has exactly its two; each part is taken
         # off below, and what is left must be nothing.
         colons = body.count(b":") - 2 * lines
@@ -316,18 +399,28 @@ class _Chunk:
             typed = _decode_changes(joined)
         except (msgspec.DecodeError, RecursionError):
             raise _NotTaken from None
+        self._fold_chunk(typed, colons, joined.count(b":"))
+        return lines
+
+    def _fold_chunk(
+        self, typed: list[_Create | _Delete | _Dispatch], colons: int, counted: int | None
+    ) -> None:
+        """Check and fold a chunk's changes, whose payloads hold ``colons`` ``:`` bytes by the
+        count of the chunk, and ``counted`` by the count of their own bytes (None: unknown).
+        When that is more than theirs, the fold is undone (the chunk goes line by line)."""
         seen = self.seen
         before = dict(self.active)
         expected = self._fold_typed(typed)
         created = self._settle()
-        counted = joined.count(b":")
-        if colons != counted or (counted != expected and counted != expected + _text_colons(typed)):
-            # A key given twice or a null member: unfold, and read the chunk line by line.
-            self.active = before
-            for record in created:
-                del seen[record.id]
-            raise _NotTaken
-        return lines
+        if (counted is None or colons == counted) and (
+            colons == expected or colons == expected + _text_colons(typed)
+        ):
+            return
+        # A key given twice or a null member: unfold, and read the chunk line by line.
+        self.active = before
+        for record in created:
+            del seen[record.id]
+        raise _NotTaken
 
     def _fold_typed(self, typed: list[_Create | _Delete | _Dispatch]) -> int:
         """Check and fold typed changes; the ``:`` bytes of their members (and instants).
@@ -533,13 +626,18 @@ def _check_followups(followups: list[msgspec.Raw]) -> int:
         decoded = _decode_followups(joined)
     except (msgspec.DecodeError, RecursionError):
         raise _NotTaken from None
+    colons = _followup_colons(decoded)
+    if colons != joined.count(b":"):
+        raise _NotTaken
+    return colons
+
+
+def _followup_colons(decoded: list[_Followup]) -> int:
+    """The ``:`` bytes of follow-up payloads: their members' and their text's."""
     # The six data members, source's kind (and plugin), two per reminder, and their text.
     plugins = list(map(_PLUGIN, decoded))
     members = list(chain.from_iterable(map(_REMINDERS, decoded)))
     text = "".join(chain.from_iterable(map(_FOLLOWUP_TEXT, decoded)))
     text += "".join(chain.from_iterable(map(_MEMBER_TEXT, members)))
     text += "".join(filter(None, plugins))
-    colons = 8 * len(decoded) - plugins.count(None) + 2 * len(members) + text.count(":")
-    if colons != joined.count(b":"):
-        raise _NotTaken
-    return colons
+    return 8 * len(decoded) - plugins.count(None) + 2 * len(members) + text.count(":")
