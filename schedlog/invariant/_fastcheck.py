@@ -78,6 +78,7 @@ _LONG_DATA: Final = 4200
 _LONG_INT: Final = re.compile(rb"[0-9]{4300}")
 #: Ends the array of envelopes (the chunk's last ``\\n`` became a ``,``); dropped after decoding.
 _SENTINEL: Final = b'{"type":"","data":0}]'
+_SENTINEL_COLONS: Final = _SENTINEL.count(b":")
 _NOT_OPENERS: Final = bytes(b for b in range(256) if b not in b"[{\n")
 _UTF8_PIECE: Final = 1 << 14
 _utf8_decode = codecs.utf_8_decode
@@ -265,26 +266,27 @@ def _check(
         return None
     assert type(header) is Header
     fold = _Chunk(header.seed_length)
-    buf = buf[header_size:]
+    carry, data = b"", buf[header_size:]  # the start of a line read before, what was read now
     complete = header_size
     try:
         while True:
-            last = buf.rfind(b"\n") + 1
+            last = data.rfind(b"\n") + 1
             if last:
-                if buf.find(b"\n") >= _MAX_RAW:  # only the first line can be that long
+                if len(carry) + data.find(b"\n") >= _MAX_RAW:  # only this line can be so long
                     return None
-                fold.take(buf[:last] if last < len(buf) else buf)
-                complete += last
-                buf = buf[last:]
-            more = read(size)
-            if not more:
+                fold.take(carry, memoryview(data)[:last])
+                complete += len(carry) + last
+                carry = data[last:]
+            else:
+                carry += data
+                if len(carry) > _MAX_RAW:
+                    return None
+            data = read(size)
+            if not data:
                 break
-            if len(buf) > _MAX_RAW:
-                return None
-            buf = buf + more if buf else more
     except _Invalid:
         return None
-    if fold.count < fold.start or len(buf) > _MAX_RAW:
+    if fold.count < fold.start:
         return None  # seedLength beyond the log: the reference reports it
     contents = LogContents(
         file=file,
@@ -292,7 +294,7 @@ def _check(
         events=(),
         event_count=fold.count,
         events_kept=False,
-        torn_tail=buf,
+        torn_tail=carry,
         complete_size=complete,
         header_size=header_size,
         corruption=None,
@@ -313,29 +315,31 @@ class _Chunk:
         self.kinds: frozenset[str] = frozenset()  # the event types seen so far
         self.decode_lines: Callable[[bytes], list[Any]] | None = None  # for those types
 
-    def take(self, body: bytes) -> None:
-        """Check and fold the complete lines ``body`` (each ends with ``\\n``): in one pass
-        when every type is one seen before, else in two, else line by line."""
+    def take(self, carry: bytes, lines: memoryview) -> None:
+        """Check and fold the complete lines ``carry + lines`` (each ends with ``\\n``): in one
+        pass when every type is one seen before, else in two, else line by line."""
         if self.count >= self.start:
+            # The lines as one JSON array (the last '\\n' ends the sentinel's line instead).
+            array = b"".join((b"[", carry, lines, _SENTINEL)).replace(b"\n", b",")
             for way in (self._single, self._fast):
                 try:
-                    self.count += way(body)
+                    self.count += way(array)
                     return
                 except _NotTaken:
                     pass
-        self._lines(body)
+        self._lines(carry + lines)
 
-    def _single(self, body: bytes) -> int:
+    def _single(self, array: bytes) -> int:
         """:meth:`_fast` in one decoding pass, with the types seen in earlier chunks."""
         decode = self.decode_lines
         if decode is None:
             if not self.kinds or len(self.kinds) > _MAX_KINDS:
                 raise _NotTaken
             decode = self.decode_lines = _line_decoder(self.kinds)
-        if b"\\u003" in body:  # typed payloads have no raw bytes of their own to look at
+        if b"\\u003" in array:  # typed payloads have no raw bytes of their own to look at
             raise _NotTaken
         try:
-            lines = decode((b"[" + body + _SENTINEL).replace(b"\n", b","))
+            lines = decode(array)
         except (msgspec.DecodeError, RecursionError):
             raise _NotTaken from None
         lines.pop()
@@ -345,7 +349,7 @@ class _Chunk:
             raise _NotTaken
         # What is left after the envelopes' 2 each, the untyped payloads' and the follow-ups'
         # must be the changes' own.
-        colons = body.count(b":") - 2 * count
+        colons = array.count(b":") - _SENTINEL_COLONS - 2 * count
         others = list(compress(lines, map(not_, map(_TYPED_LINES.__contains__, classes))))
         if others:
             colons -= _check_untyped(list(map(_PAYLOAD, others)))
@@ -362,9 +366,9 @@ class _Chunk:
 
     # -- the chunk at once ------------------------------------------------------------------
 
-    def _fast(self, body: bytes) -> int:
+    def _fast(self, array: bytes) -> int:
         try:
-            envelopes = _decode_envelopes((b"[" + body + _SENTINEL).replace(b"\n", b","))
+            envelopes = _decode_envelopes(array)
         except (msgspec.DecodeError, RecursionError):
             raise _NotTaken from None
         envelopes.pop()
@@ -377,7 +381,7 @@ class _Chunk:
             self.kinds, self.decode_lines = self.kinds.union(kinds), None
         # The ':' of the payloads, if every envelope has exactly its two; each part is taken
         # off below, and what is left must be nothing.
-        colons = body.count(b":") - 2 * lines
+        colons = array.count(b":") - _SENTINEL_COLONS - 2 * lines
         changes, followups = _CHANGE in kinds, _FOLLOWUP in kinds
         others = (
             list(compress(payloads, map(not_, map(_TYPED.__contains__, kinds))))
