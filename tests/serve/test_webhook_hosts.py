@@ -8,6 +8,7 @@ Waits poll with deadlines; nothing sleeps to synchronise.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -117,3 +118,61 @@ def test_two_hosts_deliver_every_reminder_once_after_dedupe(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         left = conn.execute("SELECT count(*) FROM schedlog_tasks WHERE lease_owner IS NOT NULL")
         assert left.fetchone() == (0,)
+
+
+def test_a_host_killed_mid_post_is_taken_over_with_the_same_message_id(url: str) -> None:
+    """The receiver holds the first POST; the host making it is killed with SIGKILL; the other
+    host takes the reminder over once the dead host's lease ends (30 s on the database clock)
+    and posts the same messageId, which it commits."""
+    release, reached = threading.Event(), threading.Event()
+    held: list[str] = []
+
+    def hold_first(message: dict[str, Any]) -> None:
+        if not held:  # the first accepted call waits until its host is dead
+            held.append(message["messageId"])
+            reached.set()
+            release.wait(60)
+
+    inbox = Inbox(SECRET.encode(), on_accept=hold_first)
+    receiver = start_receiver(inbox)
+    hook = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+    env = {"SCHEDLOG_WEBHOOK_SECRET": SECRET, "SCHEDLOG_TOKEN": TOKEN}
+    servers: list[ServeProcess] = []
+    try:
+        servers = [start_serve(url, ["--deliver-to", hook], env=env) for _ in range(2)]
+        with httpx.Client(headers=servers[0].headers, timeout=httpx.Timeout(30.0)) as client:
+            created = client.post(
+                f"{servers[0].url}/sessions/s-1/tools/schedule_create",
+                json={"prompt": "Stretch", "title": "Stretch", "after_seconds": 1},
+            )
+            assert created.status_code == 200, created.text
+            task_id = created.json()["id"]
+            assert reached.wait(30)  # the POST has reached the receiver, which holds it
+            with psycopg.connect(url, autocommit=True) as conn:
+                (owner,) = conn.execute(
+                    "SELECT lease_owner FROM schedlog_tasks WHERE id = %s", (task_id,)
+                ).fetchone() or (None,)
+            assert owner is not None
+            pid = int(owner.split(":")[-2])
+            (victim,) = [s for s in servers if s.proc.pid == pid]
+            (survivor,) = [s for s in servers if s is not victim]
+            victim.proc.kill()
+            victim.proc.wait(30)
+            release.set()  # the receiver answers a host that is no longer there
+            deadline = time.monotonic() + 90  # the dead host's lease (30 s), then a delivery
+            while True:
+                page = client.get(f"{survivor.url}/sessions/s-1/tasks/{task_id}/history")
+                assert page.status_code == 200, page.text
+                records = page.json()["records"]
+                if records:
+                    break
+                assert time.monotonic() < deadline, page.json()
+                inbox.wait_for(2, 0.2)
+    finally:
+        release.set()
+        codes = [server.stop() for server in servers]
+        receiver.shutdown()
+        receiver.server_close()
+    assert codes[servers.index(survivor)][0] == 0, codes
+    assert [m["messageId"] for m in inbox.received] == held * 2  # sent twice, one messageId
+    assert [r["messageId"] for r in records] == held
