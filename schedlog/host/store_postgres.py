@@ -605,8 +605,8 @@ class PostgresTaskStore:
         self, now: int, excluded: Iterable[str] = (), limit: int = CLAIM_LIMIT
     ) -> list[StoredTask]:
         """Claim up to ``limit`` due active tasks (``next_at <= now``) that no live lease
-        holds, plus the other due tasks of the sessions of the recurring ones claimed (one
-        delivery group per session), in storage order. Rows another host is claiming are
+        holds, plus the other due recurring tasks of the sessions of the recurring ones claimed
+        (one delivery group per session), in storage order. Rows another host is claiming are
         skipped (``SKIP LOCKED``); a row that does not decode is reported and never claimed.
         The lease runs :attr:`lease_ms` on the database clock."""
         skip = self._excluded(excluded)
@@ -619,23 +619,32 @@ class PostgresTaskStore:
                 "ORDER BY next_at, seq LIMIT %s FOR UPDATE SKIP LOCKED",
                 (now, self.owner, skip, limit),
             ).fetchall()
-            picked = {row[0] for row in rows}
-            sessions = sorted({row[2] for row in rows})
+            out = self._decoded(rows)
+            # Only a recurring task's group takes the session's other due recurring tasks
+            # (one batch follow-up); a one-shot is a group of its own. Those are found without
+            # a lock first, so that no row this claim does not take is locked by it.
+            sessions = sorted(
+                {st.task.session_id for st, _ in out if not st.task.record.is_one_shot}
+            )
             if sessions:
-                more = c.execute(
+                picked = [st.seq for st, _ in out]
+                candidates = c.execute(
                     f"SELECT {_COLUMNS} FROM schedlog_tasks WHERE status = 'active' "
                     f"AND next_at <= %s AND {free} AND session_id = ANY(%s) "
-                    "AND NOT (id = ANY(%s)) AND NOT (seq = ANY(%s)) FOR UPDATE SKIP LOCKED",
-                    (now, self.owner, sessions, skip, list(picked)),
+                    "AND NOT (id = ANY(%s)) AND NOT (seq = ANY(%s))",
+                    (now, self.owner, sessions, skip, picked),
                 ).fetchall()
-                rows.extend(more)
-            out: list[tuple[StoredTask, int]] = []
-            for row in rows:
-                st = self._valid(row)
-                if st is None:
-                    self._invalid.add(row[1])
-                else:
-                    out.append((st, row[5]))
+                recurring = [
+                    st.seq for st, _ in self._decoded(candidates) if not st.task.record.is_one_shot
+                ]
+                if recurring:
+                    more = c.execute(
+                        f"SELECT {_COLUMNS} FROM schedlog_tasks WHERE seq = ANY(%s) "
+                        f"AND status = 'active' AND next_at <= %s AND {free} "
+                        "FOR UPDATE SKIP LOCKED",
+                        (recurring, now, self.owner),
+                    ).fetchall()
+                    out.extend(self._decoded(more))
             if out:
                 c.execute(
                     "UPDATE schedlog_tasks SET lease_owner = %s, "
@@ -648,6 +657,18 @@ class PostgresTaskStore:
         for st, version in claimed:
             self._claimed[st.task.id] = version
         return sorted((st for st, _ in claimed), key=lambda st: st.seq)
+
+    def _decoded(self, rows: list[Row]) -> list[tuple[StoredTask, int]]:
+        """The rows that decode, with their versions; the others are reported and remembered
+        as never to be claimed."""
+        out: list[tuple[StoredTask, int]] = []
+        for row in rows:
+            st = self._valid(row)
+            if st is None:
+                self._invalid.add(row[1])
+            else:
+                out.append((st, row[5]))
+        return out
 
     def extend_leases(self, ids: Iterable[str]) -> set[str]:
         """Renew this host's live leases on ``ids``; the ids whose lease is still its own.

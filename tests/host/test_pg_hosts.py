@@ -150,6 +150,32 @@ def test_a_tick_delivers_its_claim_while_another_claim_scan_holds_the_row_locks(
     assert sql(url, "SELECT count(*) FROM schedlog_tasks WHERE status = 'active'") == [(0,)]
 
 
+def test_a_claim_takes_a_sessions_other_due_tasks_only_for_a_recurring_group(url: str) -> None:
+    """A one-shot is a group of its own: claiming it leaves the session's other due tasks to
+    any host (before, a claim of 200 one-shots leased every due task of their sessions, 4,000
+    of 20,000 for one host). A recurring task brings the session's other due recurring tasks
+    (one batch follow-up), not its one-shots."""
+    a, b, c = pg_store(url), pg_store(url), pg_store(url)
+    try:
+        for i in range(3):  # the one-shots are due after the recurring tasks
+            a.insert(task(f"schedule-o{i}", session="s-1", after_seconds=900))
+        a.insert(task("schedule-r0", session="s-2", every_seconds=600))
+        a.insert(task("schedule-o3", session="s-2", after_seconds=900))
+        a.insert(task("schedule-r1", session="s-2", every_seconds=600))
+        assert [st.task.id for st in a.claim_due(LATER, limit=1)] == ["schedule-r0", "schedule-r1"]
+        assert [st.task.id for st in b.claim_due(LATER, limit=1)] == ["schedule-o0"]
+        assert [st.task.id for st in c.claim_due(LATER)] == [
+            "schedule-o1",
+            "schedule-o2",
+            "schedule-o3",
+        ]
+        owners = [row[0] for row in sql(url, "SELECT lease_owner FROM schedlog_tasks ORDER BY seq")]
+        assert owners == [b.owner, c.owner, c.owner, a.owner, c.owner, a.owner]
+    finally:
+        for s in (a, b, c):
+            s.close()
+
+
 def test_claims_skip_live_leases_and_take_over_expired_ones(url: str) -> None:
     a, b = pg_store(url), pg_store(url)
     try:
