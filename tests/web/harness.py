@@ -29,7 +29,7 @@ TOKEN = "web-test-token-0123456789abcdef"
 def _missing(reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI=true: the browser tests must run)", pytrace=False)
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
 
 
 def require_serve() -> None:
