@@ -40,16 +40,16 @@ import io
 import os
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from functools import reduce
 from itertools import chain, compress, repeat
-from operator import attrgetter, is_, not_, or_
+from operator import attrgetter, floordiv, is_, not_, or_, sub
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
 from msgspec import Meta
 from msgspec.structs import replace
 
-from schedlog.errors import CorruptScheduleError, ScheduleInputError
 from schedlog.eventlog._fastline import summary_line
 from schedlog.eventlog.changes import Change
 from schedlog.eventlog.errors import CorruptLogError
@@ -58,8 +58,8 @@ from schedlog.eventlog.header import Header
 from schedlog.eventlog.reader import MAX_LINE_BYTES, LogContents, _reference_line
 from schedlog.fold.state import FoldState
 from schedlog.fold.steps import FoldError, decode_event_change, plan
-from schedlog.rules.decide import MIN_EVERY_SECONDS_SESSION, decide
-from schedlog.rules.instants import CanonicalInstantParser
+from schedlog.rules.decide import MIN_EVERY_SECONDS_SESSION
+from schedlog.rules.instants import MAX_MS, CanonicalInstantParser
 from schedlog.rules.record import Record
 from schedlog.rules.records import MAX_EVERY_SECONDS, TITLE_MAX_UNITS
 from schedlog.rules.text import JS_WHITESPACE, MAX_SAFE_INT, utf16_len
@@ -67,6 +67,7 @@ from schedlog.rules.text import JS_WHITESPACE, MAX_SAFE_INT, utf16_len
 __all__ = ["fast_check", "fast_check_bytes"]
 
 _CHUNK: Final = 1 << 18
+_MAX_EVERY_MS: Final = MAX_SAFE_INT // 1000  # everySeconds whose interval in ms is safe
 _MAX_RAW: Final = MAX_LINE_BYTES + 1
 _CHANGE: Final = SCHEDULE_CHANGE_TYPE
 _FOLLOWUP: Final = "message/followup"
@@ -223,6 +224,9 @@ def _line_decoder(kinds: frozenset[str]) -> Callable[[bytes], list[Any]]:
 _decode_envelopes = msgspec.json.Decoder(list[_Envelope]).decode
 _decode_changes = msgspec.json.Decoder(list[_Create | _Delete | _Dispatch]).decode
 _decode_followups = msgspec.json.Decoder(list[_Followup]).decode
+_decode_datetimes = msgspec.json.Decoder(list[datetime]).decode
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND: Final = timedelta(milliseconds=1)
 
 
 class _Invalid(Exception):
@@ -311,7 +315,8 @@ class _Chunk:
         self.active: dict[str, Record] = {}
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
-        self.created: list[_TypedRecord] = []  # the records created in this chunk, typed
+        # the records created in this chunk, typed, with their scheduledAt in epoch ms
+        self.created: list[tuple[_TypedRecord, int]] = []
         self.kinds: frozenset[str] = frozenset()  # the event types seen so far
         self.decode_lines: Callable[[bytes], list[Any]] | None = None  # for those types
 
@@ -422,21 +427,26 @@ class _Chunk:
             return
         # A key given twice or a null member: unfold, and read the chunk line by line.
         self.active = before
-        for record in created:
+        for record, _ in created:
             del seen[record.id]
         raise _NotTaken
 
     def _fold_typed(self, typed: list[_Create | _Delete | _Dispatch]) -> int:
         """Check and fold typed changes; the ``:`` bytes of their members (and instants).
 
-        A created record stays typed in ``active`` until :meth:`_settle` (or a dispatch)
-        builds its :class:`Record`; its ``scheduledAt`` is checked by :meth:`_settle` too.
+        A created record stays typed in ``active``, with its ``scheduledAt`` in epoch ms, until
+        :meth:`_settle` (or a dispatch) builds its :class:`Record`. The instants of the chunk's
+        creates and ``acceptedAt`` are converted up front, all at once (:func:`_instants_ms`).
         """
         # Records, and the typed records created in this chunk until they are settled.
         active: dict[str, Any] = self.active
         seen = self.seen
         parse = self.instants.parse
         created = self.created.append
+        creates = [c.schedule.scheduledAt for c in typed if type(c) is _Create]
+        accepts = [c.acceptedAt for c in typed if type(c) is _Dispatch and c.acceptedAt is not None]
+        scheduled = iter(_instants_ms(creates, parse)).__next__
+        accepted_ms = iter(_instants_ms(accepts, parse)).__next__
         ws = JS_WHITESPACE
         # version, operation and id of every change; the rest is added per kind
         colons = 3 * len(typed)
@@ -453,21 +463,25 @@ class _Chunk:
                     raise _Invalid
                 accepted = change.acceptedAt
                 if type(current) is not Record:
-                    current = _record(current, parse)
+                    current = _record(*current)
                 if accepted is None:
                     if current.kind != "after" and current.kind != "at":
                         raise _Invalid
                     del active[target]
                     continue
-                at = parse(accepted)
+                at = accepted_ms()
                 if at is None or current.kind != "every":
                     raise _Invalid
                 colons += 3  # acceptedAt and an instant's 2
-                try:
-                    following = decide(current, at).next_scheduled_at
-                except (ScheduleInputError, CorruptScheduleError):
-                    raise _Invalid from None
-                if following is None:
+                # decide(current, at).next_scheduled_at of an every record
+                # (rules.decide._decide_every), inlined: a canonical instant is representable.
+                target_at = current.scheduled_at
+                seconds = current.every_seconds
+                if at < target_at or type(seconds) is not int or not 0 < seconds <= _MAX_EVERY_MS:
+                    raise _Invalid  # decide refuses it: the reference reports it
+                interval = seconds * 1000
+                following = target_at + (at - target_at) // interval * interval + interval
+                if following > MAX_MS:
                     del active[target]
                 else:
                     active[target] = replace(current, scheduled_at=following)
@@ -486,26 +500,24 @@ class _Chunk:
                 if title.strip(ws) is not title or utf16_len(title) > TITLE_MAX_UNITS:
                     raise _Invalid
                 colons += 1
+            when = scheduled()
+            if when is None:  # not a canonical instant of a real day
+                raise _Invalid
             seen[record_id] = None
-            active[record_id] = record  # settled below
-            created(record)
+            entry = (record, when)
+            active[record_id] = entry  # settled below
+            created(entry)
         return colons
 
-    def _settle(self) -> list[_TypedRecord]:
+    def _settle(self) -> list[tuple[_TypedRecord, int]]:
         """Build the :class:`Record` of each record created in this chunk that is still
-        active, check the ``scheduledAt`` of all of them, and return them."""
+        active, and return them all."""
         active: dict[str, Any] = self.active
-        parse = self.instants.parse
         created, self.created = self.created, []
-        for record in created:
-            if active.get(record.id) is record:
-                active[record.id] = _record(record, parse)
-        instants = [record.scheduledAt for record in created]
-        joined = "\n".join(instants)
-        if (
-            len(joined) != 25 * len(instants) - 1 or _INSTANTS.fullmatch(joined) is None
-        ) and None in map(parse, instants):  # February 29, or not an instant at all
-            raise _Invalid
+        for entry in created:
+            record_id = entry[0].id
+            if active.get(record_id) is entry:
+                active[record_id] = _record(*entry)
         return created
 
     # -- line by line -------------------------------------------------------------------------
@@ -549,11 +561,22 @@ class _Chunk:
             self.active[effect.id] = effect.record
 
 
-def _record(record: _TypedRecord, parse: _Parse) -> Record:
-    """The :class:`Record` of a typed record (as ``decode_change_line`` builds it)."""
-    when = parse(record.scheduledAt)
-    if when is None:
-        raise _Invalid
+def _instants_ms(texts: list[str], parse: _Parse) -> list[int | None]:
+    """``map(parse, texts)``, all at once when every text is a canonical instant of a real day
+    but February 29 (the one pattern match of the chunk says so): one typed decode into
+    datetimes, then epoch ms."""
+    if not texts:
+        return []
+    joined = "\n".join(texts)
+    if len(joined) != 25 * len(texts) - 1 or _INSTANTS.fullmatch(joined) is None:
+        return list(map(parse, texts))  # February 29, or not an instant at all
+    stamps = _decode_datetimes(('["' + joined.replace("\n", '","') + '"]').encode())
+    return list(map(floordiv, map(sub, stamps, repeat(_EPOCH)), repeat(_MILLISECOND)))
+
+
+def _record(record: _TypedRecord, when: int) -> Record:
+    """The :class:`Record` of a typed record (as ``decode_change_line`` builds it), whose
+    ``scheduledAt`` is ``when`` in epoch ms."""
     if type(record) is _AfterRecord:
         return Record(
             id=record.id,
