@@ -43,8 +43,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import reduce
 from itertools import chain, compress, repeat
-from operator import attrgetter, floordiv, is_, not_, or_, sub
-from typing import Annotated, Any, Final, Literal
+from operator import attrgetter, floordiv, is_, is_not, itemgetter, not_, or_, sub
+from typing import Annotated, Any, Final, Literal, cast
 
 import msgspec
 from msgspec import Meta
@@ -101,6 +101,15 @@ _INSTANT: Final = (
 )
 _INSTANTS: Final = re.compile(f"{_INSTANT}(?:\n{_INSTANT})*")
 _PAYLOAD = attrgetter("data")
+_SCHEDULE = attrgetter("schedule")
+_ACCEPTED = attrgetter("acceptedAt")
+_ID = attrgetter("id")
+_PROMPT = attrgetter("prompt")
+_TITLE = attrgetter("title")
+_SCHEDULED_AT = attrgetter("scheduledAt")
+_FIRST = itemgetter(0)
+_LAST = itemgetter(-1)
+_WHITESPACE: Final = frozenset(JS_WHITESPACE)
 
 
 class _Envelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -440,16 +449,17 @@ class _Chunk:
         """
         # Records, and the typed records created in this chunk until they are settled.
         active: dict[str, Any] = self.active
-        seen = self.seen
         parse = self.instants.parse
-        created = self.created.append
-        creates = [c.schedule.scheduledAt for c in typed if type(c) is _Create]
-        accepts = [c.acceptedAt for c in typed if type(c) is _Dispatch and c.acceptedAt is not None]
-        scheduled = iter(_instants_ms(creates, parse)).__next__
-        accepted_ms = iter(_instants_ms(accepts, parse)).__next__
-        ws = JS_WHITESPACE
-        # version, operation and id of every change; the rest is added per kind
-        colons = 3 * len(typed)
+        classes = list(map(type, typed))
+        # version, operation and id of every change; the creates' and dispatches' are added
+        colons = 3 * len(typed) + self._check_creates(
+            list(map(_SCHEDULE, compress(typed, map(is_, classes, repeat(_Create))))), parse
+        )
+        created = iter(self.created).__next__
+        accepts = list(map(_ACCEPTED, compress(typed, map(is_, classes, repeat(_Dispatch)))))
+        accepted_ms = iter(
+            _instants_ms(list(compress(accepts, map(is_not, accepts, repeat(None)))), parse)
+        ).__next__
         for change in typed:
             if type(change) is _Delete:
                 target = change.id
@@ -462,13 +472,16 @@ class _Chunk:
                 if current is None:
                     raise _Invalid
                 accepted = change.acceptedAt
-                if type(current) is not Record:
-                    current = _record(*current)
                 if accepted is None:
-                    if current.kind != "after" and current.kind != "at":
+                    if type(current) is Record:
+                        if current.kind != "after" and current.kind != "at":
+                            raise _Invalid
+                    elif type(current[0]) is _EveryRecord:
                         raise _Invalid
                     del active[target]
                     continue
+                if type(current) is not Record:
+                    current = _record(*current)
                 at = accepted_ms()
                 if at is None or current.kind != "every":
                     raise _Invalid
@@ -486,28 +499,37 @@ class _Chunk:
                 else:
                     active[target] = replace(current, scheduled_at=following)
                 continue
-            record = change.schedule  # type: ignore[union-attr]
-            record_id, prompt, title = record.id, record.prompt, record.title
-            if (
-                record_id in seen
-                or record_id.strip(ws) is not record_id
-                or prompt.strip(ws) is not prompt
-            ):
-                raise _Invalid
-            # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at
-            colons += 6 if type(record) is _AtRecord else 7
-            if title is not None:
-                if title.strip(ws) is not title or utf16_len(title) > TITLE_MAX_UNITS:
-                    raise _Invalid
-                colons += 1
-            when = scheduled()
-            if when is None:  # not a canonical instant of a real day
-                raise _Invalid
-            seen[record_id] = None
-            entry = (record, when)
-            active[record_id] = entry  # settled below
-            created(entry)
+            entry = created()  # checked by _check_creates
+            active[entry[0].id] = entry  # settled below
         return colons
+
+    def _check_creates(self, records: list[_TypedRecord], parse: _Parse) -> int:
+        """Check the records a chunk creates, all at once: new and distinct ids, trimmed ids,
+        prompts and titles, titles not too long, canonical ``scheduledAt`` of real days. Mark
+        the ids seen, keep ``(record, scheduledAt in ms)`` of each in ``created``, and return
+        their ``:`` bytes (members and instants)."""
+        if not records:
+            return 0
+        ids = list(map(_ID, records))
+        seen = self.seen
+        if len(set(ids)) != len(ids) or not seen.keys().isdisjoint(ids):
+            raise _Invalid  # an id created twice
+        prompts = list(map(_PROMPT, records))
+        titles = list(filter(None, map(_TITLE, records)))  # a title is not empty
+        texts = ids + prompts + titles
+        # A text is trimmed when neither end is whitespace (an empty one is refused above).
+        ends = "".join(map(_FIRST, texts)) + "".join(map(_LAST, texts))
+        if not _WHITESPACE.isdisjoint(ends):
+            raise _Invalid
+        if titles and max(map(utf16_len, titles)) > TITLE_MAX_UNITS:
+            raise _Invalid
+        when = _instants_ms(list(map(_SCHEDULED_AT, records)), parse)
+        if None in when:  # not a canonical instant of a real day
+            raise _Invalid
+        seen.update(dict.fromkeys(ids))
+        self.created = list(zip(records, cast(list[int], when), strict=True))
+        # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at; title
+        return 7 * len(records) - list(map(type, records)).count(_AtRecord) + len(titles)
 
     def _settle(self) -> list[tuple[_TypedRecord, int]]:
         """Build the :class:`Record` of each record created in this chunk that is still

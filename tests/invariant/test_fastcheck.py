@@ -358,3 +358,126 @@ def test_a_valid_log_from_a_file(tmp_path: Any) -> None:
     result = fast_check(path)
     assert result is not None
     assert [r.id for r in result[1].active] == ["a"]
+
+
+# --- the chunk-wide instants and creates ---------------------------------------------------
+
+_MIN_MS = parse_canonical_instant("0001-01-01T00:00:00.000Z")
+_MAX_MS = parse_canonical_instant("9999-12-31T23:59:59.999Z")
+assert _MIN_MS is not None and _MAX_MS is not None
+_canonical = st.integers(_MIN_MS, _MAX_MS).map(format_instant)
+_instant_like = st.one_of(
+    _canonical,
+    _canonical.map(lambda t: t.replace("-02-28", "-02-29")),
+    _canonical.map(lambda t: t[:-1] + "z"),
+    _canonical.map(lambda t: t.replace("T", " ")),
+    _canonical.map(lambda t: t[:-5] + "Z"),
+    _canonical.map(lambda t: t[:-1] + "+00:00"),
+    st.sampled_from(
+        [
+            "0000-01-01T00:00:00.000Z",
+            "2026-04-31T09:00:00.000Z",
+            "2026-05-01T24:00:00.000Z",
+            "2026-05-01T09:60:00.000Z",
+            "2026-05-01T09:00:60.000Z",
+            "2028-02-29T09:00:00.000Z",
+            "2026-05-01T09:00:00.000Z\n2026-05-01T09:00:00.000Z",
+            "",
+        ]
+    ),
+    st.text(max_size=30),
+)
+
+
+@given(st.lists(_instant_like, max_size=12))
+def test_instants_of_a_chunk_are_parsed_as_one_by_one(texts: list[str]) -> None:
+    parse = parse_canonical_instant
+    assert _fastcheck._instants_ms(texts, parse) == [parse(t) for t in texts]
+
+
+@given(st.lists(_canonical, min_size=1, max_size=12))
+def test_canonical_instants_of_a_chunk_take_the_one_decode(texts: list[str]) -> None:
+    texts = [t for t in texts if "-02-29" not in t] or ["2026-05-01T09:00:00.000Z"]
+    called = []
+    real = _fastcheck._decode_datetimes
+
+    def counted(data: bytes) -> Any:
+        called.append(1)
+        return real(data)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_fastcheck, "_decode_datetimes", counted)
+        assert _fastcheck._instants_ms(texts, parse_canonical_instant) == [
+            parse_canonical_instant(t) for t in texts
+        ]
+    assert called == [1]
+
+
+def _every(rid: str, at: str, seconds: int = 300) -> bytes:
+    data = create_data(rid, "every", at, everySeconds=seconds)
+    return js_dumps({"type": "schedule/change", "data": data}).encode() + b"\n"
+
+
+def _dispatch(rid: str, at: str | None = None) -> bytes:
+    return js_dumps({"type": "schedule/change", "data": dispatch_data(rid, at)}).encode() + b"\n"
+
+
+def _create(rid: str, kind: str = "at", at: str = "2026-05-01T09:00:00.000Z", **kw: Any) -> bytes:
+    return js_dumps({"type": "schedule/change", "data": create_data(rid, kind, at, **kw)}).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "taken"),
+    [
+        # the first and last instants, an every record whose next target is past the last
+        (_create("a", at="0001-01-01T00:00:00.000Z") + b"\n", True),
+        (_create("a", at="9999-12-31T23:59:59.999Z") + b"\n", True),
+        (
+            _every("e", "9999-12-31T23:50:00.000Z") + _dispatch("e", "9999-12-31T23:58:00.000Z"),
+            True,
+        ),
+        (
+            _every("e", "9999-12-31T23:50:00.000Z") + _dispatch("e", "9999-12-31T23:52:00.000Z"),
+            True,
+        ),
+        (
+            _every("e", "2026-05-01T09:00:00.000Z") + _dispatch("e", "2026-05-01T09:00:00.000Z"),
+            True,
+        ),
+        (
+            _every("e", "2026-05-01T09:00:00.000Z") + _dispatch("e", "2026-05-03T10:07:00.001Z"),
+            True,
+        ),
+        # an acceptedAt before the target, not canonical, on February 29, or missing
+        (
+            _every("e", "2026-05-01T09:00:00.000Z") + _dispatch("e", "2026-05-01T08:59:59.999Z"),
+            False,
+        ),
+        (_every("e", "2026-05-01T09:00:00.000Z") + _dispatch("e", "2026-05-01T10:00:00Z"), False),
+        (
+            _every("e", "2026-05-01T09:00:00.000Z") + _dispatch("e", "2027-02-29T10:00:00.000Z"),
+            False,
+        ),
+        (
+            _every("e", "2026-05-01T09:00:00.000Z") + _dispatch("e", "2028-02-29T10:00:00.000Z"),
+            True,
+        ),
+        (_every("e", "2026-05-01T09:00:00.000Z") + _dispatch("e"), False),
+        # an id created twice in one chunk, ids, prompts and titles with whitespace at an end
+        (_create("a") + b"\n" + _create("b") + b"\n" + _create("a") + b"\n", False),
+        (_create("\u00a0a") + b"\n", False),
+        (_create("a\u2029") + b"\n", False),
+        (_create("a", prompt="p\t") + b"\n", False),
+        (_create("a", prompt="\ufeffp") + b"\n", False),
+        (_create("a", title="t ") + b"\n", False),
+        (_create("a b", prompt="p q", title="t u") + b"\n", True),
+        (_create("a", title="📅" * 60) + b"\n" + _create("b", title="t") + b"\n", True),
+        (_create("a", title="t") + b"\n" + _create("b", title="📅" * 61) + b"\n", False),
+    ],
+)
+@pytest.mark.parametrize("chunk", [8, 1 << 18])
+def test_chunk_wide_checks_agree(body: bytes, taken: bool, chunk: int) -> None:
+    # Taken or not as the reference finds the log valid or not; equal whenever taken.
+    data = HEAD + body
+    assert agree(data, chunk) == taken
+    assert (reference(data)[0] != "error") == taken
