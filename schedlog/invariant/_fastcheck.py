@@ -43,8 +43,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import reduce
 from itertools import chain, compress, repeat
-from operator import attrgetter, floordiv, is_, is_not, itemgetter, not_, or_, sub
-from typing import Annotated, Any, Final, Literal, cast
+from operator import attrgetter, floordiv, is_, is_not, not_, or_, sub
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 from msgspec import Meta
@@ -90,26 +90,14 @@ _REMINDERS = attrgetter("reminders")
 _FOLLOWUP_TEXT = attrgetter("messageId", "role", "text", "createdAt", "source.kind")
 _MEMBER_TEXT = attrgetter("id", "occurrenceAt")
 _Parse = Callable[[object], "int | None"]
-# A canonical instant on a real day but February 29 (docs/rules.md#instants), one a line.
-_DAY: Final = (
-    r"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
-    r"|(?:0[13-9]|1[0-2])-(?:29|30)"
-    r"|(?:0[13578]|1[02])-31)"
-)
-_INSTANT: Final = (
-    r"(?!0000)[0-9]{4}-" + _DAY + r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
-)
-_INSTANTS: Final = re.compile(f"{_INSTANT}(?:\n{_INSTANT})*")
+# Digits to "0": a canonical instant then reads exactly as this shape (docs/rules.md#instants).
+_ZERO_DIGITS: Final = bytes.maketrans(b"123456789", b"000000000")
+_INSTANT_SHAPE: Final = b"0000-00-00T00:00:00.000Z"
+_INSTANT_LENGTH: Final = frozenset({len(_INSTANT_SHAPE)})
 _PAYLOAD = attrgetter("data")
 _SCHEDULE = attrgetter("schedule")
 _ACCEPTED = attrgetter("acceptedAt")
-_ID = attrgetter("id")
-_PROMPT = attrgetter("prompt")
-_TITLE = attrgetter("title")
 _SCHEDULED_AT = attrgetter("scheduledAt")
-_FIRST = itemgetter(0)
-_LAST = itemgetter(-1)
-_WHITESPACE: Final = frozenset(JS_WHITESPACE)
 
 
 class _Envelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -449,17 +437,19 @@ class _Chunk:
         """
         # Records, and the typed records created in this chunk until they are settled.
         active: dict[str, Any] = self.active
+        seen = self.seen
         parse = self.instants.parse
+        created = self.created.append
         classes = list(map(type, typed))
-        # version, operation and id of every change; the creates' and dispatches' are added
-        colons = 3 * len(typed) + self._check_creates(
-            list(map(_SCHEDULE, compress(typed, map(is_, classes, repeat(_Create))))), parse
-        )
-        created = iter(self.created).__next__
+        creates = map(_SCHEDULE, compress(typed, map(is_, classes, repeat(_Create))))
+        scheduled = iter(_instants_ms(list(map(_SCHEDULED_AT, creates)), parse)).__next__
         accepts = list(map(_ACCEPTED, compress(typed, map(is_, classes, repeat(_Dispatch)))))
         accepted_ms = iter(
             _instants_ms(list(compress(accepts, map(is_not, accepts, repeat(None)))), parse)
         ).__next__
+        ws = JS_WHITESPACE
+        # version, operation and id of every change; the rest is added per kind
+        colons = 3 * len(typed)
         for change in typed:
             if type(change) is _Delete:
                 target = change.id
@@ -471,12 +461,11 @@ class _Chunk:
                 current = active.get(target)
                 if current is None:
                     raise _Invalid
-                accepted = change.acceptedAt
-                if accepted is None:
+                if change.acceptedAt is None:
                     if type(current) is Record:
                         if current.kind != "after" and current.kind != "at":
                             raise _Invalid
-                    elif type(current[0]) is _EveryRecord:
+                    elif type(current[0]) is _EveryRecord:  # still typed
                         raise _Invalid
                     del active[target]
                     continue
@@ -499,37 +488,28 @@ class _Chunk:
                 else:
                     active[target] = replace(current, scheduled_at=following)
                 continue
-            entry = created()  # checked by _check_creates
-            active[entry[0].id] = entry  # settled below
+            record = change.schedule  # type: ignore[union-attr]
+            record_id, prompt, title = record.id, record.prompt, record.title
+            if (
+                record_id in seen
+                or record_id.strip(ws) is not record_id
+                or prompt.strip(ws) is not prompt
+            ):
+                raise _Invalid
+            # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at
+            colons += 6 if type(record) is _AtRecord else 7
+            if title is not None:
+                if title.strip(ws) is not title or utf16_len(title) > TITLE_MAX_UNITS:
+                    raise _Invalid
+                colons += 1
+            when = scheduled()
+            if when is None:  # not a canonical instant of a real day
+                raise _Invalid
+            seen[record_id] = None
+            entry = (record, when)
+            active[record_id] = entry  # settled below
+            created(entry)
         return colons
-
-    def _check_creates(self, records: list[_TypedRecord], parse: _Parse) -> int:
-        """Check the records a chunk creates, all at once: new and distinct ids, trimmed ids,
-        prompts and titles, titles not too long, canonical ``scheduledAt`` of real days. Mark
-        the ids seen, keep ``(record, scheduledAt in ms)`` of each in ``created``, and return
-        their ``:`` bytes (members and instants)."""
-        if not records:
-            return 0
-        ids = list(map(_ID, records))
-        seen = self.seen
-        if len(set(ids)) != len(ids) or not seen.keys().isdisjoint(ids):
-            raise _Invalid  # an id created twice
-        prompts = list(map(_PROMPT, records))
-        titles = list(filter(None, map(_TITLE, records)))  # a title is not empty
-        texts = ids + prompts + titles
-        # A text is trimmed when neither end is whitespace (an empty one is refused above).
-        ends = "".join(map(_FIRST, texts)) + "".join(map(_LAST, texts))
-        if not _WHITESPACE.isdisjoint(ends):
-            raise _Invalid
-        if titles and max(map(utf16_len, titles)) > TITLE_MAX_UNITS:
-            raise _Invalid
-        when = _instants_ms(list(map(_SCHEDULED_AT, records)), parse)
-        if None in when:  # not a canonical instant of a real day
-            raise _Invalid
-        seen.update(dict.fromkeys(ids))
-        self.created = list(zip(records, cast(list[int], when), strict=True))
-        # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at; title
-        return 7 * len(records) - list(map(type, records)).count(_AtRecord) + len(titles)
 
     def _settle(self) -> list[tuple[_TypedRecord, int]]:
         """Build the :class:`Record` of each record created in this chunk that is still
@@ -584,16 +564,24 @@ class _Chunk:
 
 
 def _instants_ms(texts: list[str], parse: _Parse) -> list[int | None]:
-    """``map(parse, texts)``, all at once when every text is a canonical instant of a real day
-    but February 29 (the one pattern match of the chunk says so): one typed decode into
-    datetimes, then epoch ms."""
+    """``map(parse, texts)``, all at once when every text has the shape of a canonical instant
+    (24 ASCII bytes, digits and separators in place) and is a real date and time: one typed
+    decode into datetimes, whose RFC 3339 check is then the one ``parse`` makes (year 0001 on,
+    a real day of the month with February 29 in leap years only, hours to 23, minutes and
+    seconds to 59), then epoch ms. Anything else is parsed one by one."""
     if not texts:
         return []
-    joined = "\n".join(texts)
-    if len(joined) != 25 * len(texts) - 1 or _INSTANTS.fullmatch(joined) is None:
-        return list(map(parse, texts))  # February 29, or not an instant at all
-    stamps = _decode_datetimes(('["' + joined.replace("\n", '","') + '"]').encode())
-    return list(map(floordiv, map(sub, stamps, repeat(_EPOCH)), repeat(_MILLISECOND)))
+    body = '","'.join(texts)
+    if body.isascii() and set(map(len, texts)) == _INSTANT_LENGTH:
+        raw = body.encode()
+        if raw.translate(_ZERO_DIGITS) == b'","'.join(repeat(_INSTANT_SHAPE, len(texts))):
+            try:
+                stamps = _decode_datetimes(b'["' + raw + b'"]')
+            except msgspec.DecodeError:
+                pass  # not a real date or time: parse says which
+            else:
+                return list(map(floordiv, map(sub, stamps, repeat(_EPOCH)), repeat(_MILLISECOND)))
+    return list(map(parse, texts))
 
 
 def _record(record: _TypedRecord, when: int) -> Record:
