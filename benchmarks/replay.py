@@ -2,7 +2,7 @@
 
 Run from the repository root (schedlog installed, e.g. ``pip install -e .``)::
 
-    python -m benchmarks.replay [--events 200000] [--seed 7] [--repeat 3] [--keep DIR]
+    python -m benchmarks.replay [--events 200000] [--seed 7] [--repeat 3] [--warmup 1] [--keep DIR]
                                 [--logs heavy-compact,...] [--cache DIR] [--no-upstream]
 
 It writes four session logs of ``--events`` events (after the header) from fixed seeds:
@@ -19,7 +19,10 @@ It writes four session logs of ``--events`` events (after the header) from fixed
 * ``chat-spaced``: the same events, spaced.
 
 Every log is valid, so every process reads and folds all of it. The processes, each run
-``--repeat`` times interleaved (one of each in turn), medians kept:
+``--repeat`` times interleaved (one of each in turn), medians kept, after ``--warmup`` untimed
+rounds (default 1: the file in the page cache, and Python's bytecode cached as an installed
+package has it; the children run without ``PYTHONDONTWRITEBYTECODE``, which would make every
+run compile every module again, about 0.07 s on this machine):
 
 * ``replay``: ``schedlog replay --json --log FILE`` (the installed console script);
 * ``validate``: ``schedlog validate --json FILE``;
@@ -431,11 +434,15 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+#: The children's environment: bytecode may be cached (an installed package has it compiled).
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _run(argv: list[str], cwd: Path | None = None) -> tuple[float, float, bytes]:
     """Wall time, CPU time (user + system) and stdout of one child process."""
     cpu = _cpu()
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, check=False, cwd=cwd)
+    done = subprocess.run(argv, capture_output=True, check=False, cwd=cwd, env=CHILD_ENV)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{argv[0]} failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
@@ -452,6 +459,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=200_000, help="events after the header")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each process (median)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed rounds before them")
     parser.add_argument("--keep", metavar="DIR", help="write the logs here and keep them")
     parser.add_argument("--logs", default=",".join(LOGS), help="which logs, comma-separated")
     parser.add_argument("--no-upstream", action="store_true", help="skip the npm side")
@@ -504,13 +512,14 @@ def main() -> None:
             wall: dict[str, list[float]] = {p: [] for p in processes}
             cpu: dict[str, list[float]] = {p: [] for p in processes}
             outputs: dict[str, bytes] = {}
-            for _ in range(args.repeat):
+            for turn in range(args.warmup + args.repeat):
                 for process, argv in processes.items():
                     cwd = runner.parent if process == "upstream" and runner else None
                     elapsed, used, out = _run(argv, cwd)
-                    wall[process].append(elapsed)
-                    cpu[process].append(used)
                     outputs[process] = out
+                    if turn >= args.warmup:
+                        wall[process].append(elapsed)
+                        cpu[process].append(used)
             active = _active_of_replay(outputs["replay"])
             report = json.loads(outputs["validate"])
             assert report["ok"] is True and report["active"] == len(active), report
@@ -523,7 +532,7 @@ def main() -> None:
                 if process in outputs:
                     assert outputs[process].strip() == str(args.events + 1).encode()
             print(
-                f"  whole process, {args.repeat} interleaved runs: "
+                f"  whole process, {args.repeat} interleaved runs after {args.warmup} untimed: "
                 "wall s median (min), CPU s median"
             )
             for process in processes:
