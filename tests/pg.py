@@ -82,3 +82,22 @@ def insert_raw(url: str, rows: list[tuple[str, str, str, int, str]]) -> None:
             "VALUES (%s, %s, %s, %s, %s)",
             rows,
         )
+
+
+def sql(url: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Run one statement on its own autocommit connection; its rows, if it returns any."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=3) as conn:
+        cur = conn.execute(query, params)
+        return cur.fetchall() if cur.description else []
+
+
+def pg_store(url: str) -> Any:
+    """``open_store(url)``, checked to be the PostgreSQL store."""
+    from schedlog.host.backends import open_store
+    from schedlog.host.store_postgres import PostgresTaskStore
+
+    store = open_store(url)
+    assert isinstance(store, PostgresTaskStore)
+    return store

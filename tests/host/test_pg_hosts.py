@@ -17,13 +17,13 @@ import msgspec
 import pytest
 
 from schedlog.eventlog.reader import read_log
-from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.service import HostCore, HostService
 from schedlog.host.sessions import SessionsDirectory
 from schedlog.runtime.clock import VirtualClock
 from tests import pg
 from tests.host.helpers import T0, MemorySessions, task
+from tests.pg import pg_store, sql
 
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
 
@@ -41,18 +41,6 @@ def database() -> Iterator[str]:
 def url(database: str) -> str:
     pg.reset(database)
     return database
-
-
-def pg_store(url: str) -> PostgresTaskStore:
-    s = open_store(url)
-    assert isinstance(s, PostgresTaskStore)
-    return s
-
-
-def sql(url: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        cur = conn.execute(query, params)
-        return cur.fetchall() if cur.description else []
 
 
 def followup_members(directory: Path) -> list[tuple[str, str]]:

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from schedlog.host.backends import open_store
 from schedlog.host.retry import Backoff
 from schedlog.host.service import HostService, Outgoing
 from schedlog.runtime.clock import VirtualClock
 from tests import pg
 from tests.host.helpers import T0, MemorySessions, task
+from tests.pg import pg_store, sql
 
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
 
@@ -40,18 +40,6 @@ def database() -> Iterator[str]:
 def url(database: str) -> str:
     pg.reset(database)
     return database
-
-
-def pg_store(url: str) -> PostgresTaskStore:
-    s = open_store(url)
-    assert isinstance(s, PostgresTaskStore)
-    return s
-
-
-def sql(url: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        cur = conn.execute(query, params)
-        return cur.fetchall() if cur.description else []
 
 
 def lease_left_s(url: str, task_id: str = "schedule-1") -> float | None:

@@ -30,6 +30,7 @@ from schedlog.rules.text import js_dumps
 from schedlog.runtime.clock import VirtualClock
 from tests import pg
 from tests.host.helpers import T0, MemorySessions, task
+from tests.pg import sql
 
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
 
@@ -52,12 +53,6 @@ def database() -> Iterator[str]:
 def url(database: str) -> str:
     pg.reset(database)
     return database
-
-
-def sql(url: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        cur = conn.execute(query, params)
-        return cur.fetchall() if cur.description else []
 
 
 def blank(url: str) -> str:

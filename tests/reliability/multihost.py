@@ -49,6 +49,7 @@ from schedlog.eventlog.reader import read_log
 from schedlog.host.store_postgres import LEASE_MS, decode_row
 from schedlog.rules.instants import format_instant
 from tests import pg
+from tests.pg import sql
 
 SCHEDLOG = [
     sys.executable,
@@ -119,12 +120,6 @@ def ensure_server_running() -> None:
             capture_output=True,
         )
         wait_ready(30)
-
-
-def sql(url: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with psycopg.connect(url, autocommit=True, connect_timeout=3) as conn:
-        cur = conn.execute(query, params)
-        return cur.fetchall() if cur.description else []
 
 
 # --- hosts ---------------------------------------------------------------------------------
