@@ -7,16 +7,23 @@ import argparse
 import io
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 # Registration is cheap: each *_cmd module is argparse wiring only, and a command imports its
 # implementation when it runs (``schedlog replay`` never loads asyncio or the host).
-from schedlog.cli import host_cmd, logs_cmd, rules_cmd, session_cmd, store_cmd
+from schedlog.cli import logs_cmd
 
 __all__ = ["build_parser", "main"]
 
+#: The commands :mod:`schedlog.cli.logs_cmd` registers. ``main`` given one of these as its first
+#: argument builds a parser with only these three (about 8 ms less start-up than all 22 parsers);
+#: the named subparser, and so its help, usage and errors, is the same one either way.
+_LOG_COMMANDS: Final = frozenset({"validate", "replay", "repair"})
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(*, logs_only: bool = False) -> argparse.ArgumentParser:
+    """The ``schedlog`` parser; ``logs_only`` registers only ``validate``, ``replay`` and
+    ``repair`` (for an argument list whose first item is one of them)."""
     parser = argparse.ArgumentParser(
         prog="schedlog",
         description=(
@@ -25,6 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if logs_only:
+        logs_cmd.register(sub, validate_store=_validate_store)
+        return parser
+    from schedlog.cli import host_cmd, rules_cmd, session_cmd, store_cmd
+
     rules_cmd.register(sub)
     logs_cmd.register(sub, validate_store=_validate_store)
     session_cmd.register(sub)
@@ -42,7 +54,10 @@ def _validate_store(path: str, backend: str | None) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    logs_only = bool(argv) and argv[0] in _LOG_COMMANDS
+    args = build_parser(logs_only=logs_only).parse_args(argv)
     _tolerate_invalid_utf8(sys.stdin)
     try:
         code: int = args.func(args)

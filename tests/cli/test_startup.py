@@ -53,6 +53,10 @@ def test_offline_log_commands_import_no_asyncio_host_or_runtime(argv: list[str])
     assert code == 0
     assert heavy(modules) == []
     assert "schedlog.invariant.appender" not in modules  # reading needs no appender
+    # A log command registers only the log commands: no other command's wiring is imported.
+    assert [m for m in modules if m.startswith("schedlog.cli.") and m.endswith("_cmd")] == [
+        "schedlog.cli.logs_cmd"
+    ]
 
 
 def test_registering_every_command_imports_no_implementation() -> None:
