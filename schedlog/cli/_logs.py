@@ -18,7 +18,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, Final, TextIO
 
 import msgspec
@@ -195,8 +194,10 @@ def parse_at(text: str) -> int:
 
 def _walk(paths: list[str]) -> Iterator[str]:
     for name in paths:
-        path = Path(name)
-        if path.is_dir():
+        if os.path.isdir(name):
+            from pathlib import Path  # only to walk a folder: pathlib costs start-up
+
+            path = Path(name)
             found = (p for p in path.rglob("*.jsonl") if p.is_file())
             yield from sorted(str(p) for p in found)
         else:

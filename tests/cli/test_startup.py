@@ -24,7 +24,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 #: What an offline log command has no use for.
-HEAVY = ("asyncio", "structlog", "sqlite3", "schedlog.host", "schedlog.runtime")
+HEAVY = ("asyncio", "structlog", "sqlite3", "schedlog.host", "schedlog.runtime", "pathlib")
 
 
 def imported_by(*argv: str) -> tuple[int, list[str]]:
