@@ -12,7 +12,6 @@ tail); :func:`read_log` never holds such a line in memory whole.
 from __future__ import annotations
 
 import io
-import json
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO, Final, NamedTuple
@@ -284,6 +283,8 @@ def _with_payload_duplicates(body: bytes, first: DuplicateKeyError) -> object:
         if again is not None:
             repeated.append((out, again))
         return out
+
+    import json  # this rare path only: no stdlib json at start-up
 
     decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_constant=_no_constant)
     try:

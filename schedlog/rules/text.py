@@ -5,7 +5,6 @@ Python's ``str.strip`` and ``\\d`` disagree with JavaScript, so the exact sets l
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Final
 
@@ -152,7 +151,9 @@ def _reject_constant(token: str) -> Any:
     raise JSONSyntaxError(f"{token} is not valid JSON")
 
 
-_strict_loader = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_reject_constant)
+#: The strict stdlib decoder, built on first use: the stdlib ``json`` package is imported only
+#: when a text misses the fast path (start-up of a command that reads only such texts).
+_strict_loader: Any = None
 
 
 def loads_strict(data: bytes | str) -> Any:
@@ -181,6 +182,11 @@ def loads_strict(data: bytes | str) -> Any:
         raise JSONSyntaxError(f"invalid UTF-8 at byte {exc.start}", exc.start) from None
     if text.startswith("\ufeff"):
         raise JSONSyntaxError("unexpected byte order mark", 0)
+    import json
+
+    global _strict_loader
+    if _strict_loader is None:
+        _strict_loader = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_reject_constant)
     try:
         return _strict_loader.decode(text)
     except JSONSyntaxError:

@@ -16,11 +16,13 @@ FORK = REPO / "fixtures" / "logs" / "fork-child.jsonl"
 
 # Run a command in a fresh interpreter, then list the modules it had imported.
 PROBE = """
-import contextlib, io, json, sys
+import contextlib, io, sys
 from schedlog.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(sys.argv[1:])
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+modules = sorted(sys.modules)
+import json
+print(json.dumps({"code": code, "modules": modules}))
 """
 
 #: What an offline log command has no use for.
@@ -53,6 +55,7 @@ def test_offline_log_commands_import_no_asyncio_host_or_runtime(argv: list[str])
     assert code == 0
     assert heavy(modules) == []
     assert "schedlog.invariant.appender" not in modules  # reading needs no appender
+    assert "json" not in modules  # a compact log needs only msgspec's decoder
     # A log command registers only the log commands: no other command's wiring is imported.
     assert [m for m in modules if m.startswith("schedlog.cli.") and m.endswith("_cmd")] == [
         "schedlog.cli.logs_cmd"
