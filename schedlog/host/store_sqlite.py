@@ -14,6 +14,7 @@ overlap one another (the host's FIFO runs one at a time).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -236,11 +237,14 @@ class SqliteTaskStore:
         return min((target for target, _, _ in self.active_targets()), default=None)
 
     # writes
-    def _write(self, sql: str, params: tuple[str, ...]) -> sqlite3.Cursor:
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction on the writer connection: committed when the block ends,
+        rolled back on any failure, which is raised as :class:`StoreWriteError`."""
         try:
             self._writer.execute("BEGIN IMMEDIATE")
             try:
-                cur = self._writer.execute(sql, params)
+                yield self._writer
                 crashpoint("sqlite_store.in_transaction")
                 self._writer.execute("COMMIT")
             except BaseException:
@@ -250,38 +254,27 @@ class SqliteTaskStore:
             # UnicodeEncodeError: an id or session id with a lone surrogate, which SQLite text
             # (UTF-8) cannot hold; the write fails like any other storage failure.
             raise StoreWriteError(f"cannot write {self.path}: {exc}") from exc
-        return cur
+
+    def _write(self, sql: str, params: tuple[str, ...]) -> sqlite3.Cursor:
+        with self._transaction() as writer:
+            return writer.execute(sql, params)
 
     def insert(self, task: Task) -> int:
-        cur = self._write(
-            "INSERT INTO tasks (id, session_id, body) VALUES (?, ?, ?)",
-            (task.id, task.session_id, js_dumps(encode_task(task))),
-        )
-        seq = cur.lastrowid
-        assert seq is not None
+        (seq,) = self.insert_many([task])
         return seq
 
     def insert_many(self, tasks: Sequence[Task]) -> list[int]:
         """Append new tasks in one transaction (one durability barrier for all); returns their
         ``seq`` in order. All or none are written."""
         seqs: list[int] = []
-        try:
-            self._writer.execute("BEGIN IMMEDIATE")
-            try:
-                for task in tasks:
-                    cur = self._writer.execute(
-                        "INSERT INTO tasks (id, session_id, body) VALUES (?, ?, ?)",
-                        (task.id, task.session_id, js_dumps(encode_task(task))),
-                    )
-                    assert cur.lastrowid is not None
-                    seqs.append(cur.lastrowid)
-                crashpoint("sqlite_store.in_transaction")
-                self._writer.execute("COMMIT")
-            except BaseException:
-                self._writer.execute("ROLLBACK")
-                raise
-        except (sqlite3.Error, UnicodeEncodeError) as exc:
-            raise StoreWriteError(f"cannot write {self.path}: {exc}") from exc
+        with self._transaction() as writer:
+            for task in tasks:
+                cur = writer.execute(
+                    "INSERT INTO tasks (id, session_id, body) VALUES (?, ?, ?)",
+                    (task.id, task.session_id, js_dumps(encode_task(task))),
+                )
+                assert cur.lastrowid is not None
+                seqs.append(cur.lastrowid)
         return seqs
 
     def replace(self, task: Task) -> None:
