@@ -22,6 +22,7 @@ from typing import Any, Final, TextIO
 
 import msgspec
 
+from schedlog.cli._split import fork_split, split_available
 from schedlog.cli.common import InvalidRequest, parse_request_instant, write_json_line
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import LogContents
@@ -91,7 +92,9 @@ def check_session_log(path: str, read_log: LogReader | None = None) -> LogCheck:
     fast check keep no ``changes``: they were folded as they were read.
 
     The cyclic garbage collector stays paused for the read and the fold: both only build
-    acyclic values that all survive, which it would otherwise traverse again and again.
+    acyclic values that all survive, which it would otherwise traverse again and again. On a
+    machine with a second core, the fast path checks the second half of a long log in a child
+    process (:mod:`schedlog.cli._split`).
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -105,7 +108,7 @@ def check_session_log(path: str, read_log: LogReader | None = None) -> LogCheck:
 def _check(path: str, read_log: LogReader | None) -> LogCheck:
     try:
         if read_log is None:
-            fast = fast_check(path)
+            fast = fast_check(path, split=fork_split if split_available() else None)
             if fast is not None:
                 return LogCheck(path=path, contents=fast[0], state=fast[1])
             read_log = read_summary

@@ -15,18 +15,16 @@ __all__ = ["FoldState"]
 class FoldState:
     """``active``: records in create order; ``seen_ids``: every created id, in first-create order.
 
-    Immutable. Lookups by id are O(1) through indexes built once per state (they do not take
-    part in equality), which is what lets the invariant judge a candidate without re-folding.
+    Immutable. Lookups by id are O(1) through indexes built once per state, on first use (they
+    do not take part in equality), which is what lets the invariant judge a candidate without
+    re-folding.
     """
 
     active: tuple[Record, ...] = ()
     seen_ids: tuple[str, ...] = ()
-    _by_id: Mapping[str, Record] = field(init=False, repr=False, compare=False)
-    _seen: frozenset[str] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_id", {r.id: r for r in self.active})
-        object.__setattr__(self, "_seen", frozenset(self.seen_ids))
+    # Built on first use (a replay that only prints the state never needs them).
+    _by_id: Mapping[str, Record] | None = field(default=None, init=False, repr=False, compare=False)
+    _seen: frozenset[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_index(cls, active: Mapping[str, Record], seen_ids: Iterable[str]) -> FoldState:
@@ -36,21 +34,29 @@ class FoldState:
     @property
     def by_id(self) -> Mapping[str, Record]:
         """Active records by id (read only)."""
-        return self._by_id
+        by_id = self._by_id
+        if by_id is None:
+            by_id = {r.id: r for r in self.active}
+            object.__setattr__(self, "_by_id", by_id)
+        return by_id
 
     @property
     def seen(self) -> frozenset[str]:
         """The seen ids as a set."""
-        return self._seen
+        seen = self._seen
+        if seen is None:
+            seen = frozenset(self.seen_ids)
+            object.__setattr__(self, "_seen", seen)
+        return seen
 
     def get(self, record_id: str) -> Record | None:
-        return self._by_id.get(record_id)
+        return self.by_id.get(record_id)
 
     def is_active(self, record_id: str) -> bool:
-        return record_id in self._by_id
+        return record_id in self.by_id
 
     def was_seen(self, record_id: str) -> bool:
-        return record_id in self._seen
+        return record_id in self.seen
 
     def to_json(self) -> dict[str, Any]:
         """``{"active":[RECORD…],"seenIds":[…]}`` as in the batch ``fold`` result

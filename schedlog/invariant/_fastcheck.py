@@ -41,10 +41,10 @@ import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from functools import reduce
+from functools import partial, reduce
 from itertools import chain, compress, repeat
 from operator import attrgetter, floordiv, is_, is_not, not_, or_, sub
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, BinaryIO, Final, Literal
 
 import msgspec
 from msgspec import Meta
@@ -98,6 +98,9 @@ _PAYLOAD = attrgetter("data")
 _SCHEDULE = attrgetter("schedule")
 _ACCEPTED = attrgetter("acceptedAt")
 _SCHEDULED_AT = attrgetter("scheduledAt")
+_ID = attrgetter("id")
+_PROMPT = attrgetter("prompt")
+_TITLE = attrgetter("title")
 
 
 class _Envelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -234,24 +237,45 @@ class _NotTaken(Exception):
     """This chunk goes line by line."""
 
 
-def fast_check(path: str | os.PathLike[str]) -> tuple[LogContents, FoldState] | None:
+#: The work of a tail fold, run elsewhere: ``split(work)`` starts ``work`` (in another process)
+#: and returns what waits for its result, None when it gave none.
+Split = Callable[[Callable[[], bytes]], Callable[[], "bytes | None"]]
+#: A log at least this long is folded in two parts when a ``split`` is given.
+_MIN_SPLIT: Final = 1 << 23
+_SPLIT_LOOK: Final = 1 << 14
+
+
+def fast_check(
+    path: str | os.PathLike[str], *, split: Split | None = None
+) -> tuple[LogContents, FoldState] | None:
     """The summary read of the log at ``path`` and the fold of its owned suffix, when the log
     is valid and this fast path is sure of it; None otherwise (the reference decides).
-    ``OSError`` propagates."""
+    ``OSError`` propagates.
+
+    With ``split``, a long log's second half is checked and folded by ``split``'s work (which
+    the CLI runs in a child process, on the other core) while this one takes the first half;
+    the two folds are then joined (:meth:`_Chunk.join`). Whatever the work gives, or if it gives
+    nothing, the result is the same as without it."""
     with open(path, "rb") as stream:
-        return _check(stream.read, os.fspath(path), _CHUNK)
+        return _check(stream, os.fspath(path), _CHUNK, split, _MIN_SPLIT)
 
 
 def fast_check_bytes(
-    data: bytes, *, file: str = "<bytes>", chunk: int = _CHUNK
+    data: bytes,
+    *,
+    file: str = "<bytes>",
+    chunk: int = _CHUNK,
+    split: Split | None = None,
+    min_split: int = _MIN_SPLIT,
 ) -> tuple[LogContents, FoldState] | None:
     """:func:`fast_check` of a log in memory, read ``chunk`` bytes at a time (for tests)."""
-    return _check(io.BytesIO(data).read, file, chunk)
+    return _check(io.BytesIO(data), file, chunk, split, min_split)
 
 
 def _check(
-    read: Callable[[int], bytes], file: str, size: int
+    stream: BinaryIO, file: str, size: int, split: Split | None, min_split: int
 ) -> tuple[LogContents, FoldState] | None:
+    read = stream.read
     buf = read(size)
     while (newline := buf.find(b"\n")) < 0:  # the header line goes on in the next chunk
         more = read(size)
@@ -267,26 +291,31 @@ def _check(
         return None
     assert type(header) is Header
     fold = _Chunk(header.seed_length)
-    carry, data = b"", buf[header_size:]  # the start of a line read before, what was read now
-    complete = header_size
+    body = buf[header_size:]
+    tail: Callable[[], bytes | None] | None = None
+    middle = _middle(stream, header_size, min_split) if split is not None else None
     try:
-        while True:
-            last = data.rfind(b"\n") + 1
-            if last:
-                if len(carry) + data.find(b"\n") >= _MAX_RAW:  # only this line can be so long
-                    return None
-                fold.take(carry, memoryview(data)[:last])
-                complete += len(carry) + last
-                carry = data[last:]
-            else:
-                carry += data
-                if len(carry) > _MAX_RAW:
-                    return None
-            data = read(size)
-            if not data:
-                break
-    except _Invalid:
+        if middle is not None:
+            assert split is not None
+            tail = split(partial(_tail_work, _reader_at(stream, middle), size))
+            body = body[: middle - header_size]
+            stream.seek(header_size + len(body))
+            read = partial(_read_until, stream, middle)
+        carry, complete = _fold_stream(fold, read, size, body)
+        if tail is not None:
+            assert middle is not None and not carry and complete == middle - header_size
+            waiting, tail = tail, None
+            joined = fold.join(waiting())
+            if joined is None:  # no result: fold the second part here
+                stream.seek(middle)
+                joined = _fold_stream(fold, stream.read, size, b"")
+            carry, rest = joined
+            complete += rest
+    except (_Invalid, _TooLong):
         return None
+    finally:
+        if tail is not None:
+            tail()  # the first part ended the fast path: the second's result is not needed
     if fold.count < fold.start:
         return None  # seedLength beyond the log: the reference reports it
     contents = LogContents(
@@ -296,24 +325,116 @@ def _check(
         event_count=fold.count,
         events_kept=False,
         torn_tail=carry,
-        complete_size=complete,
+        complete_size=header_size + complete,
         header_size=header_size,
         corruption=None,
     )
-    return contents, FoldState.from_index(fold.active, fold.seen)
+    return contents, FoldState.from_index(fold.active, chain(fold.seen, fold.later_seen))
+
+
+class _TooLong(Exception):
+    """A line over the length limit: the reference reports it."""
+
+
+def _fold_stream(
+    fold: _Chunk, read: Callable[[int], bytes], size: int, data: bytes
+) -> tuple[bytes, int]:
+    """Take every complete line of ``data`` and what ``read`` gives after it into ``fold``:
+    the torn tail, and the size of the complete lines."""
+    carry = b""  # the start of a line read before
+    complete = 0
+    while True:
+        last = data.rfind(b"\n") + 1
+        if last:
+            if len(carry) + data.find(b"\n") >= _MAX_RAW:  # only this line can be so long
+                raise _TooLong
+            fold.take(carry, memoryview(data)[:last])
+            complete += len(carry) + last
+            carry = data[last:]
+        else:
+            carry += data
+            if len(carry) > _MAX_RAW:
+                raise _TooLong
+        data = read(size)
+        if not data:
+            return carry, complete
+
+
+def _middle(stream: BinaryIO, start: int, min_split: int) -> int | None:
+    """Where a log whose events start at ``start`` is split in two: just after the first line
+    end past the middle of its events; None for a short log or a long line there."""
+    end = stream.seek(0, os.SEEK_END)
+    if end - start < max(min_split, 2):
+        return None
+    middle = stream.seek(start + (end - start) // 2)
+    while (piece := stream.read(_SPLIT_LOOK)) and (newline := piece.find(b"\n")) < 0:
+        middle += len(piece)
+        if middle - start - (end - start) // 2 > _MAX_RAW:
+            return None
+    if not piece or middle + newline + 1 >= end:
+        return None
+    return middle + newline + 1
+
+
+def _read_until(stream: BinaryIO, end: int, size: int) -> bytes:
+    """``stream.read(size)``, up to ``end``."""
+    return stream.read(min(size, end - stream.tell()))
+
+
+def _reader_at(stream: BinaryIO, offset: int) -> Callable[[int], bytes]:
+    """A reader of ``stream`` from ``offset`` on that leaves the stream's position alone: a
+    child process shares it with its parent."""
+    if isinstance(stream, io.BytesIO):
+        copy = io.BytesIO(stream.getvalue())
+        copy.seek(offset)
+        return copy.read
+    fd = stream.fileno()
+    position = offset
+
+    def read(size: int) -> bytes:
+        nonlocal position
+        data = os.pread(fd, size, position)
+        position += len(data)
+        return data
+
+    return read
+
+
+#: What a tail fold gives: events, size of its complete lines, torn tail, created ids, the
+#: records still active, the changes of records it did not create (:attr:`_Chunk.foreign`).
+_TailResult = tuple[int, int, bytes, list[str], list[Record], list[tuple[int, str, int]]]
+_encode_tail = msgspec.msgpack.Encoder().encode
+_decode_tail = msgspec.msgpack.Decoder(_TailResult).decode
+
+
+def _tail_work(read: Callable[[int], bytes], size: int) -> bytes:
+    """Check and fold what ``read`` gives, the second part of a log, as a tail (all of it
+    owned, the changes of records it did not create left to :meth:`_Chunk.join`): the encoded
+    result, or nothing when it is not sure."""
+    fold = _Chunk(0, tail=True)
+    try:
+        carry, complete = _fold_stream(fold, read, size, b"")
+    except (_Invalid, _TooLong):
+        return b""
+    assert fold.foreign is not None
+    return _encode_tail(
+        (fold.count, complete, carry, list(fold.seen), list(fold.active.values()), fold.foreign)
+    )
 
 
 class _Chunk:
     """The fold so far, and how the next chunk of complete lines is taken."""
 
-    def __init__(self, start: int) -> None:
+    def __init__(self, start: int, *, tail: bool = False) -> None:
         self.start = start  # the first owned event index (seedLength)
+        # A tail (the second part of a split log) keeps the deletes and dispatches of records
+        # it did not create, in order: (_DELETE, id, 0), (_ONE_SHOT, id, 0), (_EVERY, id, ms).
+        self.foreign: list[tuple[int, str, int]] | None = [] if tail else None
+        self.later_seen: dict[str, None] = {}  # the ids a joined tail created, after ``seen``
         self.count = 0  # events so far
         self.active: dict[str, Record] = {}
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
-        # the records created in this chunk, typed, with their scheduledAt in epoch ms
-        self.created: list[tuple[_TypedRecord, int]] = []
         self.kinds: frozenset[str] = frozenset()  # the event types seen so far
         self.decode_lines: Callable[[bytes], list[Any]] | None = None  # for those types
 
@@ -329,6 +450,8 @@ class _Chunk:
                     return
                 except _NotTaken:
                     pass
+        if self.foreign is not None:
+            raise _Invalid  # a tail knows too little to fold line by line: the head does it
         self._lines(carry + lines)
 
     def _single(self, array: bytes) -> int:
@@ -414,54 +537,102 @@ class _Chunk:
         """Check and fold a chunk's changes, whose payloads hold ``colons`` ``:`` bytes by the
         count of the chunk, and ``counted`` by the count of their own bytes (None: unknown).
         When that is more than theirs, the fold is undone (the chunk goes line by line)."""
-        seen = self.seen
         before = dict(self.active)
-        expected = self._fold_typed(typed)
-        created = self._settle()
+        foreign = self.foreign
+        mark = len(foreign) if foreign is not None else 0
+        classes = list(map(type, typed))
+        records = list(map(_SCHEDULE, compress(typed, map(is_, classes, repeat(_Create)))))
+        ids = list(map(_ID, records))
+        expected = 3 * len(typed)  # version, operation and id of every change
+        entries: list[tuple[_TypedRecord, int]] = []
+        if records:
+            expected += self._check_creates(records, ids)
+            entries = list(zip(records, self._create_instants(records), strict=True))
+        expected += self._fold_typed(typed, classes, iter(zip(ids, entries, strict=True)).__next__)
+        self._settle(ids, entries)
         if (counted is None or colons == counted) and (
             colons == expected or colons == expected + _text_colons(typed)
         ):
             return
         # A key given twice or a null member: unfold, and read the chunk line by line.
         self.active = before
-        for record, _ in created:
-            del seen[record.id]
+        seen = self.seen
+        for record_id in ids:
+            del seen[record_id]
+        if foreign is not None:
+            del foreign[mark:]
         raise _NotTaken
 
-    def _fold_typed(self, typed: list[_Create | _Delete | _Dispatch]) -> int:
-        """Check and fold typed changes; the ``:`` bytes of their members (and instants).
-
-        A created record stays typed in ``active``, with its ``scheduledAt`` in epoch ms, until
-        :meth:`_settle` (or a dispatch) builds its :class:`Record`. The instants of the chunk's
-        creates and ``acceptedAt`` are converted up front, all at once (:func:`_instants_ms`).
-        """
-        # Records, and the typed records created in this chunk until they are settled.
-        active: dict[str, Any] = self.active
+    def _check_creates(self, records: list[_TypedRecord], ids: list[str]) -> int:
+        """Check the records a chunk creates, all at once: ids never created before (in the
+        log or the chunk), ids, prompts and titles trimmed, titles not too long; the ids are
+        then seen. The ``:`` bytes of their members (and of their instants)."""
         seen = self.seen
-        parse = self.instants.parse
-        created = self.created.append
-        classes = list(map(type, typed))
-        creates = map(_SCHEDULE, compress(typed, map(is_, classes, repeat(_Create))))
-        scheduled = iter(_instants_ms(list(map(_SCHEDULED_AT, creates)), parse)).__next__
+        fresh = dict.fromkeys(ids)
+        if len(fresh) != len(ids) or not seen.keys().isdisjoint(fresh):
+            raise _Invalid
+        ws = repeat(JS_WHITESPACE)
+        prompts = list(map(_PROMPT, records))
+        titles = list(filter(None, map(_TITLE, records)))  # a title is never empty
+        if not (
+            all(map(is_, map(str.strip, ids, ws), ids))
+            and all(map(is_, map(str.strip, prompts, ws), prompts))
+            and all(map(is_, map(str.strip, titles, ws), titles))
+        ):
+            raise _Invalid
+        if titles and max(map(utf16_len, titles)) > TITLE_MAX_UNITS:
+            raise _Invalid
+        seen.update(fresh)
+        # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at; title
+        ats = list(map(type, records)).count(_AtRecord)
+        return 7 * len(records) - ats + len(titles)
+
+    def _create_instants(self, records: list[_TypedRecord]) -> list[int]:
+        """The ``scheduledAt`` of the records in epoch ms, each a canonical instant."""
+        whens = _instants_ms(list(map(_SCHEDULED_AT, records)), self.instants.parse)
+        if None in whens:  # not a canonical instant of a real day
+            raise _Invalid
+        return whens  # type: ignore[return-value]
+
+    def _fold_typed(
+        self,
+        typed: list[_Create | _Delete | _Dispatch],
+        classes: list[type],
+        next_create: Callable[[], tuple[str, tuple[_TypedRecord, int]]],
+    ) -> int:
+        """Fold typed changes in order, whose creates :meth:`_check_creates` checked (each
+        ``next_create()`` is the next one's id and entry); the ``:`` bytes of the dispatches'
+        ``acceptedAt``.
+
+        A created record stays an entry (the typed record and its ``scheduledAt`` in epoch ms)
+        in ``active`` until :meth:`_settle` (or a dispatch) builds its :class:`Record`. The
+        ``acceptedAt`` instants are converted up front, all at once (:func:`_instants_ms`).
+        """
+        # Records, and the entries created in this chunk until they are settled.
+        active: dict[str, Any] = self.active
+        pop = active.pop
         accepts = list(map(_ACCEPTED, compress(typed, map(is_, classes, repeat(_Dispatch)))))
-        accepted_ms = iter(
-            _instants_ms(list(compress(accepts, map(is_not, accepts, repeat(None)))), parse)
-        ).__next__
-        ws = JS_WHITESPACE
-        # version, operation and id of every change; the rest is added per kind
-        colons = 3 * len(typed)
-        for change in typed:
-            if type(change) is _Delete:
-                target = change.id
-                if active.pop(target, None) is None:  # an active id is a trimmed one
-                    raise _Invalid
-                continue
-            if type(change) is _Dispatch:
-                target = change.id
+        stamps = list(compress(accepts, map(is_not, accepts, repeat(None))))
+        accepted_ms = iter(_instants_ms(stamps, self.instants.parse)).__next__
+        for change, kind in zip(typed, classes, strict=True):
+            if kind is _Delete:
+                if pop(change.id, None) is None:  # type: ignore[union-attr]
+                    self._foreign(_DELETE, change.id, 0)  # type: ignore[union-attr]
+            elif kind is _Create:
+                record_id, entry = next_create()
+                active[record_id] = entry  # settled below
+            else:
+                target = change.id  # type: ignore[union-attr]
                 current = active.get(target)
                 if current is None:
-                    raise _Invalid
-                if change.acceptedAt is None:
+                    if change.acceptedAt is None:  # type: ignore[union-attr]
+                        self._foreign(_ONE_SHOT, target, 0)
+                    elif (at := accepted_ms()) is None:
+                        raise _Invalid
+                    else:
+                        self._foreign(_EVERY, target, at)
+                    continue
+                if change.acceptedAt is None:  # type: ignore[union-attr]
                     if type(current) is Record:
                         if current.kind != "after" and current.kind != "at":
                             raise _Invalid
@@ -472,55 +643,52 @@ class _Chunk:
                 if type(current) is not Record:
                     current = _record(*current)
                 at = accepted_ms()
-                if at is None or current.kind != "every":
+                if at is None:
                     raise _Invalid
-                colons += 3  # acceptedAt and an instant's 2
-                # decide(current, at).next_scheduled_at of an every record
-                # (rules.decide._decide_every), inlined: a canonical instant is representable.
-                target_at = current.scheduled_at
-                seconds = current.every_seconds
-                if at < target_at or type(seconds) is not int or not 0 < seconds <= _MAX_EVERY_MS:
-                    raise _Invalid  # decide refuses it: the reference reports it
-                interval = seconds * 1000
-                following = target_at + (at - target_at) // interval * interval + interval
-                if following > MAX_MS:
-                    del active[target]
-                else:
-                    active[target] = replace(current, scheduled_at=following)
-                continue
-            record = change.schedule  # type: ignore[union-attr]
-            record_id, prompt, title = record.id, record.prompt, record.title
-            if (
-                record_id in seen
-                or record_id.strip(ws) is not record_id
-                or prompt.strip(ws) is not prompt
-            ):
-                raise _Invalid
-            # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at
-            colons += 6 if type(record) is _AtRecord else 7
-            if title is not None:
-                if title.strip(ws) is not title or utf16_len(title) > TITLE_MAX_UNITS:
-                    raise _Invalid
-                colons += 1
-            when = scheduled()
-            if when is None:  # not a canonical instant of a real day
-                raise _Invalid
-            seen[record_id] = None
-            entry = (record, when)
-            active[record_id] = entry  # settled below
-            created(entry)
-        return colons
+                _dispatch_every(active, target, current, at)
+        return 3 * len(stamps)  # acceptedAt and an instant's 2
 
-    def _settle(self) -> list[tuple[_TypedRecord, int]]:
-        """Build the :class:`Record` of each record created in this chunk that is still
-        active, and return them all."""
+    def _foreign(self, code: int, target: str, at: int) -> None:
+        """A delete or dispatch of ``target``, which is not active: in a tail, of a record
+        the head may hold (not one created in this tail); the log is invalid otherwise."""
+        if self.foreign is None or target in self.seen:
+            raise _Invalid
+        self.foreign.append((code, target, at))
+
+    def join(self, result: bytes | None) -> tuple[bytes, int] | None:
+        """Fold a tail's result (what :func:`_tail_work` gave for the rest of the log) into
+        this fold of all lines before it: the tail's torn tail and size of complete lines, or
+        None when there is no result to join (the caller folds the rest itself)."""
+        if not result or self.count < self.start:  # or the tail's lines are not all owned
+            return None
+        try:
+            count, complete, carry, seen_ids, records, foreign = _decode_tail(result)
+        except msgspec.DecodeError:
+            return None
         active: dict[str, Any] = self.active
-        created, self.created = self.created, []
-        for entry in created:
-            record_id = entry[0].id
-            if active.get(record_id) is entry:
-                active[record_id] = _record(*entry)
-        return created
+        later = dict.fromkeys(seen_ids)
+        if not self.seen.keys().isdisjoint(later):
+            raise _Invalid
+        for code, target, at in foreign:
+            current = active.get(target)
+            if current is None or (code == _ONE_SHOT and current.kind == "every"):
+                raise _Invalid
+            if code == _EVERY:
+                _dispatch_every(active, target, current, at)
+            else:
+                del active[target]
+        self.later_seen = later
+        active.update(zip(map(_ID, records), records, strict=True))
+        self.count += count
+        return carry, complete
+
+    def _settle(self, ids: list[str], entries: list[tuple[_TypedRecord, int]]) -> None:
+        """Build the :class:`Record` of each entry created in this chunk that is still
+        active."""
+        active: dict[str, Any] = self.active
+        still = map(is_, map(active.get, ids), entries)
+        for record_id, entry in compress(zip(ids, entries, strict=True), still):
+            active[record_id] = _record(*entry)
 
     # -- line by line -------------------------------------------------------------------------
 
@@ -561,6 +729,29 @@ class _Chunk:
             del self.active[effect.id]
         else:
             self.active[effect.id] = effect.record
+
+
+_DELETE: Final = 0
+_ONE_SHOT: Final = 1
+_EVERY: Final = 2
+
+
+def _dispatch_every(active: dict[str, Any], target: str, current: Record, at: int) -> None:
+    """Fold the dispatch of the every record ``current`` accepted at ``at`` (epoch ms)."""
+    if current.kind != "every":
+        raise _Invalid
+    # decide(current, at).next_scheduled_at of an every record (rules.decide._decide_every),
+    # inlined: a canonical instant is representable.
+    target_at = current.scheduled_at
+    seconds = current.every_seconds
+    if at < target_at or type(seconds) is not int or not 0 < seconds <= _MAX_EVERY_MS:
+        raise _Invalid  # decide refuses it: the reference reports it
+    interval = seconds * 1000
+    following = target_at + (at - target_at) // interval * interval + interval
+    if following > MAX_MS:
+        del active[target]
+    else:
+        active[target] = replace(current, scheduled_at=following)
 
 
 def _instants_ms(texts: list[str], parse: _Parse) -> list[int | None]:

@@ -1,0 +1,105 @@
+"""The log commands' child process (``schedlog.cli._split``): a long log checked in two parts by
+two processes gives what one part in one process gives."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from schedlog.cli import _split
+from schedlog.cli._logs import check_session_log
+from schedlog.invariant import _fastcheck
+from schedlog.invariant._fastcheck import fast_check
+from schedlog.rules.instants import format_instant, parse_canonical_instant
+from schedlog.rules.text import js_dumps
+from tests.eventlog.helpers import create_data, delete_data, dispatch_data, header
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+
+START = parse_canonical_instant("2026-05-01T09:00:00.000Z")
+assert START is not None
+
+
+def _write_log(path: Path, n: int, *, broken_at: int | None = None) -> None:
+    """``n`` rounds of creates, every dispatches and deletes, some records kept across the
+    middle; ``broken_at``: that round deletes a record that is not active."""
+    lines = [header()]
+    for i in range(n):
+        at = format_instant(START + i * 60_000)
+        lines.append(
+            {
+                "type": "schedule/change",
+                "data": create_data(f"r{i}", "every", at, everySeconds=300, prompt=f"p:{i}"),
+            }
+        )
+        if i % 7 == 3:
+            lines.append(
+                {
+                    "type": "schedule/change",
+                    "data": dispatch_data(
+                        f"r{i - 1}", format_instant(START + i * 60_000 + 600_000)
+                    ),
+                }
+            )
+        if i % 5 == 0 and i:
+            lines.append({"type": "schedule/change", "data": delete_data(f"r{i - 5}")})
+        if broken_at == i:
+            lines.append({"type": "schedule/change", "data": delete_data("never")})
+    path.write_bytes(b"".join(js_dumps(v).encode() + b"\n" for v in lines))
+
+
+@pytest.fixture
+def small_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_fastcheck, "_MIN_SPLIT", 0)
+
+
+@pytest.mark.usefixtures("small_split")
+@pytest.mark.parametrize("broken_at", [None, 10, 990])
+def test_two_processes_agree_with_one(tmp_path: Path, broken_at: int | None) -> None:
+    path = tmp_path / "log.jsonl"
+    _write_log(path, 1000, broken_at=broken_at)
+    with open(path, "ab") as stream:
+        stream.write(b'{"type":"sched')  # a torn tail, read by the child
+    one = fast_check(path)
+    joined: list[bool] = []
+    real_join = _fastcheck._Chunk.join
+
+    def join(self: Any, result: bytes | None) -> Any:
+        joined.append(bool(result))
+        return real_join(self, result)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_fastcheck._Chunk, "join", join)
+        two = fast_check(path, split=_split.fork_split)
+    assert two == one
+    # The child's result arrived (a delete of a record it did not create is left to the join,
+    # which refuses it), unless the first half already ended the fast path.
+    assert joined == ([] if broken_at == 10 else [True])
+    assert (one is None) == (broken_at is not None)
+    check = check_session_log(str(path))  # the CLI's own check: split where it can be
+    assert check.ok == (broken_at is None)
+    if one is not None:
+        assert check.state == one[1] and check.contents == one[0]
+
+
+def test_a_child_that_fails_gives_nothing() -> None:
+    def fail() -> bytes:
+        raise RuntimeError("boom")
+
+    assert _split.fork_split(fail)() == b""
+
+
+def test_the_childs_result_arrives_whole() -> None:
+    big = bytes(range(256)) * 40_000  # more than a pipe holds
+    assert _split.fork_split(lambda: big)() == big
+
+
+def test_no_fork_no_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse() -> Any:
+        raise OSError("no more processes")
+
+    monkeypatch.setattr(os, "fork", refuse)
+    assert _split.fork_split(lambda: b"x")() is None
