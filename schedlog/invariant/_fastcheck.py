@@ -31,6 +31,17 @@ A chunk that is not taken is read line by line, as the summary read reads it (``
 first, the reference decoder for the rest), and folded the same way; a chunk whose count of
 ``:`` does not add up is first unfolded. A corrupt line, a change the fold refuses, a line
 over the length limit or a log without a complete header ends the fast path (None).
+
+A long log may be taken in two parts at once (``split``, which the CLI runs in a child process:
+:mod:`schedlog.cli._split`). The second part, from the first line end past the middle, is a
+*tail*: folded from an empty state, it keeps the deletes and dispatches of records it did not
+create, in order, instead of refusing them, and gives up (its result is empty) where it would
+read a chunk line by line. :meth:`_Chunk.join` then applies those to the first part's fold and
+adds the tail's records and ids after its own, refusing the log as the whole fold would (an id
+created in both parts, a change of a record the first part does not hold). When the tail gives
+no result, or the first part does not reach ``seedLength``, the first part's fold reads the
+rest itself. ``tests/invariant/test_fastcheck_split.py`` proves the result the same wherever
+the log is split.
 """
 
 from __future__ import annotations
@@ -299,7 +310,7 @@ def _check(
             assert split is not None
             tail = split(partial(_tail_work, _reader_at(stream, middle), size))
             body = body[: middle - header_size]
-            stream.seek(header_size + len(body))
+            stream.seek(header_size + len(body))  # where the first read ended, or the middle
             read = partial(_read_until, stream, middle)
         carry, complete = _fold_stream(fold, read, size, body)
         if tail is not None:
@@ -362,18 +373,23 @@ def _fold_stream(
 
 def _middle(stream: BinaryIO, start: int, min_split: int) -> int | None:
     """Where a log whose events start at ``start`` is split in two: just after the first line
-    end past the middle of its events; None for a short log or a long line there."""
-    end = stream.seek(0, os.SEEK_END)
-    if end - start < max(min_split, 2):
-        return None
-    middle = stream.seek(start + (end - start) // 2)
-    while (piece := stream.read(_SPLIT_LOOK)) and (newline := piece.find(b"\n")) < 0:
-        middle += len(piece)
-        if middle - start - (end - start) // 2 > _MAX_RAW:
+    end past the middle of its events; None for a short log or a long line there. The stream's
+    position is left as it was."""
+    position = stream.tell()
+    try:
+        end = stream.seek(0, os.SEEK_END)
+        if end - start < max(min_split, 2):
             return None
-    if not piece or middle + newline + 1 >= end:
-        return None
-    return middle + newline + 1
+        middle = stream.seek(start + (end - start) // 2)
+        while (piece := stream.read(_SPLIT_LOOK)) and (newline := piece.find(b"\n")) < 0:
+            middle += len(piece)
+            if middle - start - (end - start) // 2 > _MAX_RAW:
+                return None
+        if not piece or middle + newline + 1 >= end:
+            return None
+        return middle + newline + 1
+    finally:
+        stream.seek(position)
 
 
 def _read_until(stream: BinaryIO, end: int, size: int) -> bytes:

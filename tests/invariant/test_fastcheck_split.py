@@ -9,6 +9,7 @@ nothing, garbage), the result must be the one of the unsplit fast path, which
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from typing import Any
 
@@ -175,3 +176,22 @@ def test_a_short_log_is_not_split() -> None:
     data = _log(create_data("a", "at", AT), delete_data("a"))
     result = fast_check_bytes(data, split=lambda work: (calls.append(work), now(work))[1])
     assert result is not None and not calls
+
+
+@given(valid_logs(), CHUNKS, st.sampled_from([0, 200, 1 << 30]))
+def test_the_real_middle_agrees(data: bytes, chunk: int, min_split: int) -> None:
+    # Where the log is split (or, shorter than min_split, not split) by _middle itself.
+    got = fast_check_bytes(data, file="f", chunk=chunk, split=now, min_split=min_split)
+    assert got == fast_check_bytes(data, file="f", chunk=chunk)
+
+
+@pytest.mark.parametrize("min_split", [0, 10, 1 << 30])
+@pytest.mark.parametrize("long_line", [False, True])
+def test_the_middle_leaves_the_stream_where_it_was(min_split: int, long_line: bool) -> None:
+    body = _log(create_data("a", "at", AT), delete_data("a"))
+    if long_line:  # the next line end is several look-aheads past the middle
+        body = body.replace(b"Prompt of a", b"p" * (1 << 16), 1)
+    stream = io.BytesIO(body)
+    stream.seek(7)
+    _fastcheck._middle(stream, body.index(b"\n") + 1, min_split)
+    assert stream.tell() == 7
