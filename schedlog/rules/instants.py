@@ -7,6 +7,9 @@ reach, so civil-day arithmetic is done here on plain integers with 400-year eras
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date
+from itertools import repeat
+from operator import add, floordiv, mod
 from typing import Final
 
 __all__ = [
@@ -92,27 +95,35 @@ def format_instant(ms: int) -> str:
 
 def format_instants(instants: Iterable[int]) -> list[str]:
     """:func:`format_instant` of each instant, for long lists of them: every date and every
-    time of day is formatted once (successive targets of a rule share both a lot)."""
-    dates: dict[int, str] = {}
-    times: dict[int, str] = {}
-    out: list[str] = []
-    append = out.append
-    for ms in instants:
-        if not MIN_MS <= ms <= MAX_MS:
-            raise ValueError(f"instant {ms} is outside 0001-01-01..9999-12-31")
-        days, rem = divmod(ms, DAY_MS)
-        date = dates.get(days)
-        if date is None:
-            y, mo, d = civil_from_days(days)
-            date = dates[days] = f"{y:04d}-{mo:02d}-{d:02d}T"
-        clock = times.get(rem)
-        if clock is None:
-            secs, milli = divmod(rem, 1000)
-            h, rest = divmod(secs, 3600)
-            mi, sec = divmod(rest, 60)
-            clock = times[rem] = f"{h:02d}:{mi:02d}:{sec:02d}.{milli:03d}Z"
-        append(date + clock)
-    return out
+    time of day is formatted once (successive targets of a rule share both a lot), the dates by
+    ``datetime.date`` (the same proleptic Gregorian calendar as :func:`civil_from_days`)."""
+    values = list(instants)
+    if not values:
+        return []
+    if min(values) < MIN_MS or max(values) > MAX_MS:
+        bad = next(ms for ms in values if not MIN_MS <= ms <= MAX_MS)
+        raise ValueError(f"instant {bad} is outside 0001-01-01..9999-12-31")
+    days = list(map(floordiv, values, repeat(DAY_MS)))
+    rems = list(map(mod, values, repeat(DAY_MS)))
+    unique_days = list(dict.fromkeys(days))
+    ordinals = map(add, unique_days, repeat(_ORDINAL_OF_EPOCH))
+    dates = dict(
+        zip(unique_days, map(date.isoformat, map(date.fromordinal, ordinals)), strict=True)
+    )
+    clocks = {rem: _clock(rem) for rem in set(rems)}
+    return list(map(add, map(dates.__getitem__, days), map(clocks.__getitem__, rems)))
+
+
+def _clock(rem: int) -> str:
+    """``THH:MM:SS.mmmZ`` of ``rem`` ms after midnight."""
+    secs, milli = divmod(rem, 1000)
+    h, rest = divmod(secs, 3600)
+    mi, sec = divmod(rest, 60)
+    return f"T{h:02d}:{mi:02d}:{sec:02d}.{milli:03d}Z"
+
+
+#: ``date.fromordinal`` of day number 0 (1970-01-01).
+_ORDINAL_OF_EPOCH: Final = 719_163
 
 
 # Digits to "0": a canonical instant then reads exactly as this shape (docs/rules.md#instants,
