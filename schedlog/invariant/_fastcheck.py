@@ -687,7 +687,7 @@ class _Chunk:
             raise _Invalid
         for code, target, at in foreign:
             current = active.get(target)
-            if current is None or (code == _ONE_SHOT and current.kind == "every"):
+            if current is None or (code == _ONE_SHOT and not current.is_one_shot):
                 raise _Invalid
             if code == _EVERY:
                 _dispatch_every(active, target, current, at)
