@@ -53,7 +53,7 @@ import httpx
 
 from benchmarks.store_scale import populate_sqlite
 from schedlog.eventlog.reader import read_log
-from schedlog.host.backends import open_store
+from schedlog.host.stores.open import open_store
 from tests.serve.process import RUNNER, ServeProcess, start_serve
 
 SECRET = "benchmark-webhook-secret-0123456789"
@@ -187,7 +187,7 @@ _H11_RUNNER: Final = 'import sys\nsys.modules["httptools"] = None\n' + RUNNER
 #: that much later, sleeping (so releasing the GIL) where a slow fsync would block, on whichever
 #: thread runs the write. Creates are still answered only after it returns.
 _SLOW_COMMIT: Final = """import time
-import schedlog.host.store_sqlite as _store
+import schedlog.host.stores.sqlite as _store
 _insert_many = _store.SqliteTaskStore.insert_many
 def _slow_insert_many(self, tasks):
     seqs = _insert_many(self, tasks)

@@ -47,7 +47,7 @@ from typing import Any
 import psycopg
 
 from schedlog.eventlog.reader import read_log
-from schedlog.host.store_postgres import migrate
+from schedlog.host.stores.pg_admin import migrate
 from schedlog.host.task import encode_task
 from schedlog.rules.text import js_dumps
 from tests.host.helpers import task

@@ -45,11 +45,12 @@ from typing import Any
 
 import psycopg
 
-from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Group
 from schedlog.host.service import HostCore
-from schedlog.host.store_postgres import PostgresTaskStore, migrate
+from schedlog.host.stores.open import open_store
+from schedlog.host.stores.pg_admin import migrate
+from schedlog.host.stores.postgres import PostgresTaskStore
 from schedlog.host.task import encode_task
 from schedlog.rules.text import js_dumps
 from tests.host.helpers import T0, MemorySessions, task

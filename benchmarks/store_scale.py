@@ -64,11 +64,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from schedlog.eventlog.followups import Member
-from schedlog.host.backends import Backend, open_store
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Group
 from schedlog.host.service import HostCore
-from schedlog.host.store_json import dumps_document
+from schedlog.host.stores.json import dumps_document
+from schedlog.host.stores.open import Backend, open_store
 from schedlog.host.task import Task, new_task, new_task_id
 from schedlog.rules.instants import format_instant
 from schedlog.rules.records import build_host_record

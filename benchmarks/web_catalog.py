@@ -139,7 +139,7 @@ def _browser(base: str, runs: int, chromium: str) -> dict[str, list[float]]:
 
 
 def _reference(store: Path) -> float:
-    from schedlog.host.backends import open_store
+    from schedlog.host.stores.open import open_store
     from schedlog.serve.catalog_index import CatalogQuery, scan_page
 
     opened = open_store(store)

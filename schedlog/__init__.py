@@ -31,10 +31,10 @@ if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-exp
     from schedlog.fold import next_schedule_id as next_schedule_id
     from schedlog.framing import batch_framing as batch_framing
     from schedlog.framing import single_framing as single_framing
-    from schedlog.host.backends import open_store as open_store
     from schedlog.host.service import HostService as HostService
     from schedlog.host.sessions import SessionsDirectory as SessionsDirectory
-    from schedlog.host.store import TaskStore as TaskStore
+    from schedlog.host.stores.base import TaskStore as TaskStore
+    from schedlog.host.stores.open import open_store as open_store
     from schedlog.host.tools import HostTools as HostTools
     from schedlog.invariant import check as check
     from schedlog.invariant.appender import LogAppender as LogAppender
@@ -78,7 +78,7 @@ _LAZY: Final[dict[str, str]] = {
     "SessionLog": "schedlog.runtime",
     "SessionsDirectory": "schedlog.host.sessions",
     "SystemClock": "schedlog.runtime",
-    "TaskStore": "schedlog.host.store",
+    "TaskStore": "schedlog.host.stores.base",
     "VirtualClock": "schedlog.runtime",
     "batch_framing": "schedlog.framing",
     "build_host_record": "schedlog.rules.records",
@@ -96,7 +96,7 @@ _LAZY: Final[dict[str, str]] = {
     "format_instant": "schedlog.rules.instants",
     "message_id": "schedlog.eventlog",
     "next_schedule_id": "schedlog.fold",
-    "open_store": "schedlog.host.backends",
+    "open_store": "schedlog.host.stores.open",
     "parse_at": "schedlog.rules.at",
     "parse_canonical_instant": "schedlog.rules.instants",
     "parse_cron": "schedlog.rules.cron",

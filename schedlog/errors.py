@@ -10,7 +10,7 @@ error) whose code depends on the context, so giving it a code of its own would b
 * :class:`schedlog.rules.text.JSONSyntaxError` (``ValueError``): the strict JSON reader's
   failure, with its position. The same bad text is ``corrupt_schedule_log`` in a session log,
   ``malformed-medium`` in a store and ``invalid_request`` on a batch line.
-* :class:`schedlog.host.store.StoreWriteError` (``OSError``): a task write that did not
+* :class:`schedlog.host.stores.base.StoreWriteError` (``OSError``): a task write that did not
   persist. It stays an ``OSError``, so everything that handles I/O failures handles it; the
   service answers ``internal_error`` or leaves the group unacknowledged.
 * :class:`schedlog.host.config.ConfigError` (``ValueError``): an operator's configuration value

@@ -64,7 +64,7 @@ def reset(url: str) -> None:
     """Drop every schedlog object from the database at ``url`` and migrate it afresh."""
     import psycopg
 
-    from schedlog.host.store_postgres import migrate
+    from schedlog.host.stores.pg_admin import migrate
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DROP SCHEMA public CASCADE")
@@ -95,8 +95,8 @@ def sql(url: str, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, .
 
 def pg_store(url: str) -> Any:
     """``open_store(url)``, checked to be the PostgreSQL store."""
-    from schedlog.host.backends import open_store
-    from schedlog.host.store_postgres import PostgresTaskStore
+    from schedlog.host.stores.open import open_store
+    from schedlog.host.stores.postgres import PostgresTaskStore
 
     store = open_store(url)
     assert isinstance(store, PostgresTaskStore)

@@ -123,7 +123,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def layer_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The graph with each module replaced by its subpackage (``schedlog.host.store`` ->
+    """The graph with each module replaced by its subpackage (``schedlog.host.stores.base`` ->
     ``schedlog.host``); top-level modules stay themselves."""
 
     def layer(name: str) -> str:

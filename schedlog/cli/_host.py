@@ -36,14 +36,14 @@ from schedlog.cli.run_log import (
 )
 from schedlog.diagnostics import sent_fields
 from schedlog.errors import StoreOpenError
-from schedlog.host.backends import Backend, open_store, select_backend
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered
 from schedlog.host.endpoint import with_serve_hint
 from schedlog.host.remote import REMOTE_OPERATIONS, call_remote
 from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
-from schedlog.host.store import TaskStore
+from schedlog.host.stores.base import TaskStore
+from schedlog.host.stores.open import Backend, open_store, select_backend
 from schedlog.host.tools import TOOL_NAMES, HostTools
 from schedlog.runtime.interfaces import Clock
 

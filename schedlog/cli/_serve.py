@@ -20,11 +20,11 @@ from typing import Any
 
 from schedlog.cli.common import configure_diagnostics, write_json_line
 from schedlog.errors import StoreOpenError
-from schedlog.host.backends import open_store, select_backend
 from schedlog.host.config import Retention
 from schedlog.host.endpoint import remove_endpoint, with_serve_hint, write_endpoint
 from schedlog.host.sessions import SessionsDirectory
-from schedlog.host.store import TaskStore
+from schedlog.host.stores.base import TaskStore
+from schedlog.host.stores.open import open_store, select_backend
 
 __all__ = ["cmd_serve", "parse_listen"]
 

@@ -6,7 +6,8 @@ import argparse
 
 from schedlog.cli.common import write_json_line
 from schedlog.errors import StoreOpenError
-from schedlog.host.backends import select_backend
+from schedlog.host.stores.base import require_postgres
+from schedlog.host.stores.open import select_backend
 
 __all__ = ["cmd_store_copy", "cmd_store_migrate"]
 
@@ -30,15 +31,13 @@ def cmd_store_migrate(args: argparse.Namespace) -> int:
         write_json_line({"store": args.store, "from": 1, "to": 1, "applied": []})
         return 0
     try:
-        from schedlog.host.pg_schema import SCHEMA_VERSION
-        from schedlog.host.store_postgres import migrate
-    except ImportError as exc:
-        error = StoreOpenError(
-            "malformed-medium",
-            f"the PostgreSQL backend needs psycopg ({exc}): pip install 'schedlog[postgres]'",
-        )
+        require_postgres()
+    except StoreOpenError as error:
         write_json_line({"error": error.to_value()})
         return 1
+    from schedlog.host.stores.pg_admin import migrate
+    from schedlog.host.stores.pg_schema import SCHEMA_VERSION
+
     target = SCHEMA_VERSION if args.to is None else args.to
     if not 0 <= target <= SCHEMA_VERSION:
         write_json_line(

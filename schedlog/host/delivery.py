@@ -13,7 +13,7 @@ import msgspec
 from schedlog.eventlog.followups import Member
 from schedlog.host.config import Retention
 from schedlog.host.history import append_delivery
-from schedlog.host.store import StoredTask
+from schedlog.host.stores.base import StoredTask
 from schedlog.host.task import Receipt, Task
 from schedlog.rules.decide import Decision, decide
 

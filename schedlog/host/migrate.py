@@ -9,7 +9,7 @@ from typing import Any, Final
 import msgspec
 
 from schedlog.eventlog.reader import read_log
-from schedlog.host.store import TaskStore
+from schedlog.host.stores.base import TaskStore
 from schedlog.host.task import TaskIdSource, new_task, new_task_id
 from schedlog.invariant.logs import validate_log
 from schedlog.rules.record import Record

@@ -18,7 +18,7 @@ import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import msgspec
 import structlog
@@ -32,13 +32,18 @@ from schedlog.errors import ScheduleError
 from schedlog.eventlog.followups import build_followup
 from schedlog.framing import FramedReminder
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
-from schedlog.host.claims import ClaimingStore
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered, Group, commit_member, occurrence, plan_groups
 from schedlog.host.history import check_limit, history_page
 from schedlog.host.retry import Backoff
 from schedlog.host.sessions import SessionController, SessionHandle
-from schedlog.host.store import StoredTask, TaskStore
+from schedlog.host.stores.base import (
+    ClaimingStore,
+    InsertsMany,
+    StoredTask,
+    TaskStore,
+    WritesFromAnyThread,
+)
 from schedlog.host.task import Task, TaskIdSource, catalog_entry, new_task, new_task_id
 from schedlog.protocols import HOST
 from schedlog.rules.decide import Decision
@@ -91,23 +96,6 @@ class GroupFailed(Exception):
         super().__init__(str(error))
         self.ids = ids
         self.error = error
-
-
-@runtime_checkable
-class InsertsMany(Protocol):
-    """A store that can append several new tasks in one durable, all-or-nothing write."""
-
-    def insert_many(self, tasks: Sequence[Task]) -> list[int]: ...
-
-
-@runtime_checkable
-class WritesFromAnyThread(Protocol):
-    """A store whose writes may run on a thread other than the one that reads, one write at a
-    time: they go through a connection of their own, so a read never sees a write before it is
-    committed (the SQLite store)."""
-
-    @property
-    def writes_from_any_thread(self) -> bool: ...
 
 
 #: The most creates one group commit takes.

@@ -13,8 +13,8 @@ import itertools
 from typing import Any
 
 from schedlog.errors import StoreOpenError
-from schedlog.host.backends import Backend, open_store, select_backend
-from schedlog.host.store import StoreWriteError, TaskStore
+from schedlog.host.stores.base import StoreWriteError, TaskStore, require_postgres
+from schedlog.host.stores.open import Backend, open_store, select_backend
 
 __all__ = ["CopyError", "copy_store"]
 
@@ -32,13 +32,9 @@ class CopyError(Exception):
 
 
 def _check_postgres_source(src: str) -> None:
-    try:
-        from schedlog.host.store_postgres import validate_postgres
-    except ImportError as exc:
-        raise StoreOpenError(
-            "malformed-medium",
-            f"the PostgreSQL backend needs psycopg ({exc}): pip install 'schedlog[postgres]'",
-        ) from None
+    require_postgres()
+    from schedlog.host.stores.pg_admin import validate_postgres
+
     _, invalid, bad = validate_postgres(src)
     if bad:
         first = invalid[0]

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from schedlog.errors import StoreOpenError
-from schedlog.host.backends import Backend, select_backend
-from schedlog.host.sqlite_validate import check_regular_file, validate_sqlite_store
-from schedlog.host.store_json import validate_document
+from schedlog.host.stores.base import require_postgres
+from schedlog.host.stores.json import validate_document
+from schedlog.host.stores.open import Backend, select_backend
+from schedlog.host.stores.sqlite_validate import check_regular_file, validate_sqlite_store
 
 __all__ = ["validate_store", "validate_store_report"]
 
@@ -66,13 +67,18 @@ def _postgres_report(url: str) -> dict[str, Any]:
     decode are listed (the first 100, by ``seq``) under ``invalidRecords``; the report's
     ``error`` names the first and how many there are."""
     try:
-        from schedlog.host.store_postgres import redact_url, validate_postgres
-    except ImportError as exc:
-        error = StoreOpenError(
-            "malformed-medium",
-            f"the PostgreSQL backend needs psycopg ({exc}): pip install 'schedlog[postgres]'",
-        )
-        return {"path": url, "kind": "store", "ok": False, "tasks": None, "error": error.to_value()}
+        require_postgres()
+    except StoreOpenError as refused:
+        return {
+            "path": url,
+            "kind": "store",
+            "ok": False,
+            "tasks": None,
+            "error": refused.to_value(),
+        }
+    from schedlog.host.stores.pg_admin import validate_postgres
+    from schedlog.host.stores.pg_rows import redact_url
+
     where = redact_url(url)
     try:
         count, invalid, bad = validate_postgres(url)

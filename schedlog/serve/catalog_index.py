@@ -7,12 +7,13 @@ the whole store on every request (about 13 s at 100,000 SQLite tasks here), so t
 
 The index keeps every task's sort key ``(scheduledAt, id)`` in a sorted list and its filter
 fields (session, title, active) in a dict, built once from the store in one query
-(:meth:`~schedlog.host.store_sqlite.SqliteTaskStore.catalog_rows`) or from the decoded tasks.
+(a :class:`~schedlog.host.stores.base.CatalogRows` store) or from the decoded tasks.
 It listens to the host's change events and only marks the changed ids; each page first
 re-reads those ids from the store, so a page always reflects every committed write. A page
 then walks the sorted keys from the cursor and decodes only the tasks it returns.
 
-The index is used only over the file stores, which this process holds exclusively, so every
+The index is used only over a :class:`~schedlog.host.stores.base.LocalStore` (the file
+stores), which this process holds exclusively, so every
 write to them is its own and reported. A PostgreSQL store may be shared by several hosts whose
 changes arrive by ``LISTEN``, and such notifications can be lost while the connection is
 re-opened; there the catalog stays the reference scan (:func:`index_for` returns None).
@@ -26,9 +27,7 @@ from typing import Final, NamedTuple
 from sortedcontainers import SortedList
 
 from schedlog.host.changes import ChangeSource, TaskChange
-from schedlog.host.store import TaskStore
-from schedlog.host.store_json import JsonTaskStore
-from schedlog.host.store_sqlite import SqliteTaskStore
+from schedlog.host.stores.base import CatalogRows, LocalStore, TaskStore
 from schedlog.host.task import Task
 
 __all__ = ["CatalogIndex", "CatalogQuery", "Page", "index_for", "scan_page"]
@@ -97,7 +96,7 @@ class CatalogIndex:
         self._keys: SortedList[Key] = SortedList()
         self._rows: dict[str, tuple[Key, _Row]] = {}
         self._dirty: set[str] = set()
-        if isinstance(store, SqliteTaskStore):
+        if isinstance(store, CatalogRows):
             rows = store.catalog_rows()
         else:
             rows = [
@@ -169,6 +168,6 @@ class CatalogIndex:
 def index_for(store: TaskStore, source: ChangeSource) -> CatalogIndex | None:
     """An index over ``store``, or None when the store may be written by other processes
     (see the module docstring)."""
-    if isinstance(store, SqliteTaskStore | JsonTaskStore):
+    if isinstance(store, LocalStore) and store.locked_by_this_process:
         return CatalogIndex(store, source)
     return None

@@ -24,10 +24,10 @@ from structlog.testing import capture_logs
 from schedlog.cli.host_cmd import HostBatch
 from schedlog.cli.session_cmd import session_batch_handlers
 from schedlog.eventlog import read_log
-from schedlog.host.backends import Backend
 from schedlog.host.remote import call_remote
-from schedlog.host.sqlite_validate import validate_sqlite
-from schedlog.host.store_json import validate_document
+from schedlog.host.stores.json import validate_document
+from schedlog.host.stores.open import Backend
+from schedlog.host.stores.sqlite_validate import validate_sqlite
 from schedlog.invariant.logs import validate_log
 from schedlog.runtime.batch import BatchSession
 from tests.fuzz.gen import DAY, T0, RandomSource, Ref, mutate

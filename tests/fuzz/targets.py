@@ -33,8 +33,8 @@ from schedlog.eventlog import (
     parse_followup,
     parse_log,
 )
-from schedlog.host.backends import open_store
-from schedlog.host.store_json import validate_document
+from schedlog.host.stores.json import validate_document
+from schedlog.host.stores.open import open_store
 from schedlog.host.task import decode_task, encode_task
 from schedlog.invariant.logs import validate_log
 from schedlog.rules.at import parse_at

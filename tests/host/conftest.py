@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from schedlog.host.backends import open_store
-from schedlog.host.store import TaskStore
+from schedlog.host.stores.base import TaskStore
+from schedlog.host.stores.open import open_store
 from tests import pg
 
 BACKENDS = ("sqlite", "json", "postgresql")

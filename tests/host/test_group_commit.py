@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from schedlog.host.backends import open_store
 from schedlog.host.service import HostService
-from schedlog.host.store import StoreWriteError
+from schedlog.host.stores.base import StoreWriteError
+from schedlog.host.stores.open import open_store
 from schedlog.runtime.clock import VirtualClock
 from tests.host.conftest import store_path
 from tests.host.helpers import MemorySessions
@@ -109,7 +109,7 @@ class HeldCommit:
         self.released = threading.Event()
         self.threads: list[threading.Thread] = []
         self.held = 0
-        import schedlog.host.store_sqlite as store_sqlite
+        import schedlog.host.stores.sqlite as store_sqlite
 
         real = store_sqlite.crashpoint
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from schedlog.errors import StoreOpenError
-from schedlog.host.backends import open_store
+from schedlog.host.stores.open import open_store
 
 
 def test_successful_open_removes_stale_temp_documents(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from schedlog.eventlog import read_log
-from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
+from schedlog.host.stores.open import open_store
 from schedlog.runtime.clock import VirtualClock
 from tests.eventlog.helpers import change, chatter, create_data, delete_data, header, log_bytes
 from tests.host.helpers import T0

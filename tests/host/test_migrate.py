@@ -11,8 +11,8 @@ import pytest
 
 from schedlog.cli import host_cmd
 from schedlog.eventlog.changes import CreateChange
-from schedlog.host.backends import open_store
 from schedlog.host.migrate import derive_title
+from schedlog.host.stores.open import open_store
 from schedlog.invariant.appender import LogAppender
 from schedlog.rules.record import Record
 from tests.host.helpers import T0, sha256_files

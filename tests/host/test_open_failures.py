@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from schedlog.errors import StoreOpenError
-from schedlog.host.backends import open_store
-from schedlog.host.store_sqlite import SCHEMA
+from schedlog.host.stores.open import open_store
+from schedlog.host.stores.sqlite import SCHEMA
 from tests.host.helpers import sha256_files
 
 UNIT = {"name": "schedule", "version": 1}

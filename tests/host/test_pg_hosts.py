@@ -27,7 +27,8 @@ from tests.pg import pg_store, sql
 
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
 
-from schedlog.host.store_postgres import PostgresTaskStore, StoreConflictError  # noqa: E402
+from schedlog.host.stores.pg_rows import StoreConflictError  # noqa: E402
+from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402
 
 LATER = T0 + 3_600_000
 

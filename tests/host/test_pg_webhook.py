@@ -26,7 +26,7 @@ from tests.pg import pg_store, sql
 
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
 
-from schedlog.host.store_postgres import PostgresTaskStore  # noqa: E402
+from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402
 
 LATER = T0 + 3_600_000
 

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 import pytest
 from structlog.testing import capture_logs
 
-from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.service import HostService, ServiceStopping
+from schedlog.host.stores.open import open_store
 from schedlog.host.tools import HostTools
 from schedlog.runtime.clock import VirtualClock
 from tests.host.conftest import store_path

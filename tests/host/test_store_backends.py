@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from schedlog.host.backends import open_store, select_backend
-from schedlog.host.store_sqlite import SqliteTaskStore
+from schedlog.host.stores.open import open_store, select_backend
+from schedlog.host.stores.sqlite import SqliteTaskStore
 from schedlog.host.task import new_task
 from schedlog.rules.records import build_host_record
 from tests.host.helpers import T0, ms, task

@@ -11,11 +11,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.history import append_delivery
 from schedlog.host.service import HostCore
-from schedlog.host.store import StoreLockedError, StoreWriteError, TaskStore
+from schedlog.host.stores.base import StoreLockedError, StoreWriteError, TaskStore
+from schedlog.host.stores.open import open_store
 from schedlog.host.task import Receipt, decode_task
 from schedlog.rules.instants import MAX_MS
 from schedlog.rules.text import loads_strict

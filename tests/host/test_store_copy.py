@@ -10,10 +10,10 @@ import msgspec
 import pytest
 
 from schedlog.cli.main import main
-from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.history import append_delivery
 from schedlog.host.store_copy import CopyError, copy_store
+from schedlog.host.stores.open import open_store
 from schedlog.host.task import Receipt, Task
 from tests import pg
 from tests.host.helpers import T0, task

@@ -20,10 +20,10 @@ from structlog.testing import capture_logs
 from schedlog.cli.host_cmd import HostBatch
 from schedlog.cli.main import build_parser, main
 from schedlog.errors import StoreOpenError
-from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.service import HostService
-from schedlog.host.store import StoreWriteError
+from schedlog.host.stores.base import StoreWriteError
+from schedlog.host.stores.open import open_store
 from schedlog.host.task import encode_task
 from schedlog.host.validate import validate_store_report
 from schedlog.rules.text import js_dumps
@@ -34,14 +34,10 @@ from tests.pg import sql
 
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
 
-from schedlog.host.pg_schema import SCHEMA_VERSION  # noqa: E402
-from schedlog.host.store_postgres import (  # noqa: E402
-    PostgresTaskStore,
-    StoreConflictError,
-    migrate,
-    redact_url,
-    schema_version,
-)
+from schedlog.host.stores.pg_admin import migrate, schema_version  # noqa: E402
+from schedlog.host.stores.pg_rows import StoreConflictError, redact_url  # noqa: E402
+from schedlog.host.stores.pg_schema import SCHEMA_VERSION  # noqa: E402
+from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import asyncio
 import re
 from pathlib import Path
 
-from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.service import HostService
+from schedlog.host.stores.open import open_store
 from schedlog.host.task import new_task_id
 from schedlog.runtime.clock import VirtualClock
 from tests.host.conftest import store_path

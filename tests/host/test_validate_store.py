@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from schedlog.cli.main import main
-from schedlog.host.backends import Backend, open_store
-from schedlog.host.store import StoreLockedError
+from schedlog.host.stores.base import StoreLockedError
+from schedlog.host.stores.open import Backend, open_store
 from schedlog.host.validate import validate_store_report
 from tests.host.helpers import task
 from tests.host.test_open_failures import GOOD_TASK, JSON_CASES, SQLITE_CASES, _make, doc
@@ -213,7 +213,7 @@ def test_unknown_backend_is_a_usage_error(
 CRASH = textwrap.dedent(
     """
     import os, sys
-    from schedlog.host.backends import open_store
+    from schedlog.host.stores.open import open_store
     from tests.host.helpers import task
     s = open_store(sys.argv[1])
     for i in range(int(sys.argv[2])):

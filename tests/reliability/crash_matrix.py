@@ -77,10 +77,10 @@ from schedlog.eventlog.events import FOLLOWUP_TYPE, SCHEDULE_CHANGE_TYPE
 from schedlog.eventlog.followups import Member, parse_followup
 from schedlog.eventlog.reader import read_log
 from schedlog.fold import FoldState, apply_change
-from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.sessions import encode_session_id
-from schedlog.host.store_json import validate_document
+from schedlog.host.stores.json import validate_document
+from schedlog.host.stores.open import open_store
 from schedlog.host.task import Task
 from schedlog.host.validate import validate_store
 from schedlog.invariant.logs import validate_log

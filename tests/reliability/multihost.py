@@ -46,7 +46,8 @@ import psycopg
 
 from schedlog.eventlog.followups import parse_followup
 from schedlog.eventlog.reader import read_log
-from schedlog.host.store_postgres import LEASE_MS, decode_row
+from schedlog.host.stores.pg_conn import LEASE_MS
+from schedlog.host.stores.pg_rows import decode_row
 from schedlog.rules.instants import format_instant
 from tests import pg
 from tests.pg import sql

@@ -29,8 +29,8 @@ import structlog
 from schedlog.cli.main import main as schedlog_main
 from schedlog.errors import CorruptScheduleError, StoreOpenError
 from schedlog.eventlog import fork_log, read_log
-from schedlog.host.backends import open_store
 from schedlog.host.sessions import encode_session_id
+from schedlog.host.stores.open import open_store
 from schedlog.invariant.appender import LogAppender
 from schedlog.runtime.clock import VirtualClock
 from schedlog.runtime.engine import SessionEngine
@@ -231,7 +231,7 @@ def _sqlite_with_wal(path: Path, *, keep_shm: bool) -> None:
     died without closing it."""
     code = (
         "import os, sqlite3, sys\n"
-        "from schedlog.host.store_sqlite import SCHEMA\n"
+        "from schedlog.host.stores.sqlite import SCHEMA\n"
         "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
         "conn.executescript(SCHEMA)\n"
         "conn.execute('PRAGMA journal_mode=WAL')\n"

@@ -51,7 +51,6 @@ from schedlog.framing import (
     batch_framing,
     single_framing,
 )
-from schedlog.host.backends import open_store
 from schedlog.host.config import Retention
 from schedlog.host.sessions import (
     MAX_LOG_NAME_BYTES,
@@ -59,7 +58,8 @@ from schedlog.host.sessions import (
     SessionsDirectory,
     encode_session_id,
 )
-from schedlog.host.store_sqlite import SCHEMA
+from schedlog.host.stores.open import open_store
+from schedlog.host.stores.sqlite import SCHEMA
 from schedlog.invariant.appender import LogAppender
 from schedlog.rules.instants import format_instant
 from schedlog.rules.text import JSONSyntaxError, js_dumps, js_trim, loads_strict

@@ -17,10 +17,10 @@ require_serve()
 import httpx  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
-from schedlog.host.backends import open_store  # noqa: E402
 from schedlog.host.retry import Backoff  # noqa: E402
 from schedlog.host.service import HostService  # noqa: E402
 from schedlog.host.sessions import SessionsDirectory  # noqa: E402
+from schedlog.host.stores.open import open_store  # noqa: E402
 from schedlog.host.webhook import WebhookSessions  # noqa: E402
 from schedlog.runtime.clock import VirtualClock  # noqa: E402
 from schedlog.serve.app import Host, build_app  # noqa: E402

@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlog.host.backends import open_store
 from schedlog.host.service import HostService
-from schedlog.host.store_sqlite import SqliteTaskStore
+from schedlog.host.stores.open import open_store
+from schedlog.host.stores.sqlite import SqliteTaskStore
 from schedlog.host.task import Task
 from schedlog.rules.instants import format_instant
 from schedlog.runtime.clock import VirtualClock

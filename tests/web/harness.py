@@ -135,9 +135,9 @@ def live_server(tmp_path: Path, now_ms: int) -> Iterator[Live]:
     import httpx
     import uvicorn
 
-    from schedlog.host.backends import open_store
     from schedlog.host.service import HostService
     from schedlog.host.sessions import SessionsDirectory
+    from schedlog.host.stores.open import open_store
     from schedlog.runtime.clock import VirtualClock
     from schedlog.serve.app import Host, build_app
     from schedlog.serve.auth import allowed_hosts

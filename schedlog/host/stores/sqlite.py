@@ -24,8 +24,8 @@ from typing import Final
 from schedlog._crashpoints import crashpoint
 from schedlog.errors import StoreOpenError
 from schedlog.files import FILE_MODE
-from schedlog.host.sqlite_validate import decode_row, validate_sqlite_store
-from schedlog.host.store import StoredTask, StoreLock, StoreWriteError
+from schedlog.host.stores.base import CatalogRow, StoredTask, StoreLock, StoreWriteError
+from schedlog.host.stores.sqlite_validate import decode_row, validate_sqlite_store
 from schedlog.host.task import Task, encode_task
 from schedlog.rules.instants import parse_canonical_instant
 from schedlog.rules.text import js_dumps
@@ -84,7 +84,7 @@ def _storable(key: str) -> bool:
 
 
 class SqliteTaskStore:
-    """A :class:`~schedlog.host.store.TaskStore` over one SQLite file."""
+    """A :class:`~schedlog.host.stores.base.TaskStore` over one SQLite file."""
 
     #: Writes may run on a thread other than the readers' (one write at a time); see the module.
     writes_from_any_thread = True
@@ -161,7 +161,7 @@ class SqliteTaskStore:
         return None if row is None else decode_row(*row)
 
     def active_targets(self) -> Iterator[tuple[int, int, str]]:
-        """The timer-index rows (see :class:`~schedlog.host.store.TaskStore`) from one query.
+        """The timer-index rows (see :class:`~schedlog.host.stores.base.TaskStore`) from one query.
 
         A row the query cannot vouch for (a status that an escape may hide, or a scheduledAt
         that does not read) is decoded, as ``tasks()`` would. The rows are collected before
@@ -186,12 +186,12 @@ class SqliteTaskStore:
             ]
         return iter(out)
 
-    def catalog_rows(self) -> list[tuple[int, str, str, str, bool]]:
+    def catalog_rows(self) -> list[CatalogRow]:
         """``(scheduledAt epoch ms, id, session id, title, active)`` of every task, in storage
         order, without decoding the tasks (the store was validated at open). A row the query
         cannot vouch for (any backslash in its body, or a value that does not read) is decoded,
         as ``tasks()`` would; if SQLite's JSON parser refuses a body, every task is decoded."""
-        out: list[tuple[int, str, str, str, bool]] = []
+        out: list[CatalogRow] = []
         try:
             for key, session_id, text, title, status, escaped in self._conn.execute(_CATALOG_ROWS):
                 target = None if escaped else parse_canonical_instant(text)
@@ -289,6 +289,11 @@ class SqliteTaskStore:
         if not _storable(task_id):
             return False
         return self._write("DELETE FROM tasks WHERE id = ?", (task_id,)).rowcount == 1
+
+    @property
+    def locked_by_this_process(self) -> bool:
+        """Always: the store lock is held from open to close (:class:`LocalStore`)."""
+        return True
 
     def close(self) -> None:
         if self._lock is not None:

@@ -1,7 +1,7 @@
 """Choosing and opening a host task store backend.
 
 ``open_store`` is the one entry point that knows every backend; the backends themselves only
-import the :mod:`schedlog.host.store` interface.
+import the :mod:`schedlog.host.stores.base` interface.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Final, Literal
 
 from schedlog.errors import StoreOpenError
-from schedlog.host.store import TaskStore
-from schedlog.host.store_json import JsonTaskStore
-from schedlog.host.store_sqlite import SqliteTaskStore
+from schedlog.host.stores.base import TaskStore, require_postgres
+from schedlog.host.stores.json import JsonTaskStore
+from schedlog.host.stores.sqlite import SqliteTaskStore
 
 __all__ = ["POSTGRES_SCHEMES", "Backend", "open_store", "select_backend"]
 
@@ -35,14 +35,10 @@ def select_backend(path: str | os.PathLike[str], backend: Backend | None = None)
 
 def _postgres_opener() -> Callable[[str], TaskStore]:
     """``PostgresTaskStore.open``, or ``malformed-medium`` when psycopg is not installed."""
-    try:
-        from schedlog.host import store_postgres
-    except ImportError as exc:
-        raise StoreOpenError(
-            "malformed-medium",
-            f"the PostgreSQL backend needs psycopg ({exc}): pip install 'schedlog[postgres]'",
-        ) from None
-    return store_postgres.PostgresTaskStore.open
+    require_postgres()
+    from schedlog.host.stores.postgres import PostgresTaskStore
+
+    return PostgresTaskStore.open
 
 
 def open_store(path: str | os.PathLike[str], backend: Backend | None = None) -> TaskStore:

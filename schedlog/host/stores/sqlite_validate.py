@@ -1,5 +1,5 @@
 """Read-only validation of an SQLite task store, shared by opening the store
-(:class:`~schedlog.host.store_sqlite.SqliteTaskStore`) and ``schedlog validate --store``
+(:class:`~schedlog.host.stores.sqlite.SqliteTaskStore`) and ``schedlog validate --store``
 (:mod:`schedlog.host.validate`).
 
 Nothing here creates, writes or locks a file: a store without a pending log is read with
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from schedlog.errors import StoreOpenError
-from schedlog.host.store import StoredTask
+from schedlog.host.stores.base import StoredTask
 from schedlog.host.task import InvalidTaskError, decode_task
 from schedlog.rules.text import JSONSyntaxError, loads_strict
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 from schedlog._crashpoints import crashpoint
 from schedlog.errors import StoreOpenError
 from schedlog.files import FILE_MODE
-from schedlog.host.store import StoredTask, StoreLock, StoreWriteError
+from schedlog.host.stores.base import StoredTask, StoreLock, StoreWriteError
 from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
 from schedlog.rules.text import JSONSyntaxError, json_int, loads_strict
 
@@ -130,7 +130,7 @@ def _remove_stale_temps(path: Path) -> None:
 
 
 class JsonTaskStore:
-    """A :class:`~schedlog.host.store.TaskStore` over one ``schedule.json`` document."""
+    """A :class:`~schedlog.host.stores.base.TaskStore` over one ``schedule.json`` document."""
 
     def __init__(self, path: Path, tasks: list[tuple[str, Task]], lock: StoreLock) -> None:
         self.path = path
@@ -229,6 +229,11 @@ class JsonTaskStore:
         del docs[task_id]
         self._commit(docs)
         del self._tasks[task_id]
+        return True
+
+    @property
+    def locked_by_this_process(self) -> bool:
+        """Always: the store lock is held from open to close (:class:`LocalStore`)."""
         return True
 
     def close(self) -> None:

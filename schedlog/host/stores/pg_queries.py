@@ -1,0 +1,115 @@
+"""Every SQL statement of the PostgreSQL store, by name (as procrastinate keeps its
+``sql/queries.sql``): the store, its admin part, its claims and its ``LISTEN`` thread load them
+from here, so the whole dialect the backend speaks reads in one place.
+
+``%s`` are psycopg parameters. The schema the statements run against is
+:mod:`schedlog.host.stores.pg_schema`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from schedlog.host.stores.pg_schema import NOTIFY_CHANNEL
+
+#: The columns of a :data:`~schedlog.host.stores.pg_rows.Row`, in its order.
+COLUMNS: Final = "seq, id, session_id, status, next_at, version, body"
+VERSION_TABLE: Final = "schedlog_schema"
+#: A row no live lease of another host holds (parameter: this host's owner).
+_FREE: Final = "(lease_owner IS NULL OR lease_owner = %s OR lease_until <= now())"
+
+# --- admin ----------------------------------------------------------------------------------
+
+VERSION_TABLE_EXISTS: Final = "SELECT to_regclass(%s) IS NOT NULL"
+SCHEMA_VERSION: Final = f"SELECT coalesce(max(version), 0) FROM {VERSION_TABLE}"
+MIGRATION_LOCK: Final = "SELECT pg_advisory_xact_lock(%s)"
+CREATE_VERSION_TABLE: Final = (
+    f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version integer PRIMARY "
+    "KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+)
+RECORD_MIGRATION: Final = f"INSERT INTO {VERSION_TABLE} (version, name) VALUES (%s, %s)"
+SYNCHRONOUS_COMMIT: Final = "SET synchronous_commit = on"
+
+# --- reads ----------------------------------------------------------------------------------
+
+ALL_TASKS: Final = f"SELECT {COLUMNS} FROM schedlog_tasks ORDER BY seq"
+SESSION_TASKS: Final = f"SELECT {COLUMNS} FROM schedlog_tasks WHERE session_id = %s ORDER BY seq"
+GET_TASK: Final = f"SELECT {COLUMNS} FROM schedlog_tasks WHERE id = %s"
+GET_TASK_FOR_UPDATE: Final = f"{GET_TASK} FOR UPDATE"
+ACTIVE_TARGETS: Final = (
+    "SELECT next_at, seq, id FROM schedlog_tasks WHERE status = 'active' ORDER BY seq"
+)
+EARLIEST_ACTIVE: Final = "SELECT min(next_at) FROM schedlog_tasks WHERE status = 'active'"
+COUNT: Final = "SELECT count(*) FROM schedlog_tasks"
+ACTIVE_COUNT: Final = "SELECT count(*) FROM schedlog_tasks WHERE status = 'active'"
+
+# --- writes ---------------------------------------------------------------------------------
+
+INSERT: Final = (
+    "INSERT INTO schedlog_tasks (id, session_id, status, next_at, body) "
+    "VALUES (%s, %s, %s, %s, %s) RETURNING seq"
+)
+REPLACE: Final = (
+    "UPDATE schedlog_tasks SET status = %s, next_at = %s, body = %s, "
+    "version = version + 1 WHERE id = %s AND session_id = %s"
+)
+REPLACE_VERSION: Final = f"{REPLACE} AND version = %s"
+DELETE: Final = "DELETE FROM schedlog_tasks WHERE seq = %s"
+
+# --- claims (several hosts) -----------------------------------------------------------------
+
+NEXT_FREE_TARGET: Final = (
+    f"SELECT next_at FROM schedlog_tasks WHERE status = 'active' AND {_FREE} "
+    "AND NOT (id = ANY(%s)) ORDER BY next_at, seq LIMIT 1"
+)
+EARLIEST_FOREIGN_LEASE_END: Final = (
+    "SELECT (extract(epoch FROM min(lease_until)) * 1000)::bigint "
+    "FROM schedlog_tasks WHERE lease_owner IS NOT NULL AND lease_owner <> %s "
+    "AND lease_until > now()"
+)
+CLAIM_DUE: Final = (
+    f"SELECT {COLUMNS} FROM schedlog_tasks WHERE status = 'active' "
+    f"AND next_at <= %s AND {_FREE} AND NOT (id = ANY(%s)) "
+    "ORDER BY next_at, seq LIMIT %s FOR UPDATE SKIP LOCKED"
+)
+SESSION_DUE_CANDIDATES: Final = (
+    f"SELECT {COLUMNS} FROM schedlog_tasks WHERE status = 'active' "
+    f"AND next_at <= %s AND {_FREE} AND session_id = ANY(%s) "
+    "AND NOT (id = ANY(%s)) AND NOT (seq = ANY(%s))"
+)
+CLAIM_SEQS: Final = (
+    f"SELECT {COLUMNS} FROM schedlog_tasks WHERE seq = ANY(%s) "
+    f"AND status = 'active' AND next_at <= %s AND {_FREE} "
+    "FOR UPDATE SKIP LOCKED"
+)
+LEASE: Final = (
+    "UPDATE schedlog_tasks SET lease_owner = %s, "
+    "lease_until = now() + make_interval(secs => %s) WHERE seq = ANY(%s)"
+)
+EXTEND_LEASES: Final = (
+    "UPDATE schedlog_tasks SET lease_until = now() + make_interval(secs => %s) "
+    "WHERE id = ANY(%s) AND lease_owner = %s AND lease_until > now() RETURNING id"
+)
+COMMIT_CLAIMED: Final = (
+    "UPDATE schedlog_tasks SET status = %s, next_at = %s, body = %s, "
+    "version = version + 1, lease_owner = NULL, lease_until = NULL "
+    "WHERE id = %s AND session_id = %s AND version = %s "
+    "AND lease_owner = %s AND lease_until > now()"
+)
+RELEASE: Final = (
+    "UPDATE schedlog_tasks SET lease_owner = NULL, lease_until = NULL "
+    "WHERE id = ANY(%s) AND lease_owner = %s"
+)
+HOLD: Final = (
+    "UPDATE schedlog_tasks AS t SET lease_until = now() + "
+    "make_interval(secs => h.ms / 1000.0) "
+    "FROM unnest(%s::text[], %s::bigint[]) AS h(id, ms) "
+    "WHERE t.id = h.id AND t.lease_owner = %s AND t.status = 'active'"
+)
+RELEASE_ALL: Final = (
+    "UPDATE schedlog_tasks SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = %s"
+)
+SESSION_LOCK_KEY: Final = "SELECT hashtextextended(%s, %s)"
+SESSION_LOCK: Final = "SELECT pg_advisory_lock(%s)"
+SESSION_UNLOCK: Final = "SELECT pg_advisory_unlock(%s)"
+LISTEN: Final = f"LISTEN {NOTIFY_CHANNEL}"
