@@ -46,8 +46,8 @@ from typing import Any
 import psycopg
 
 from schedlog.host.config import Retention
+from schedlog.host.core import HostCore
 from schedlog.host.delivery import Group
-from schedlog.host.service import HostCore
 from schedlog.host.stores.open import open_store
 from schedlog.host.stores.pg_admin import migrate
 from schedlog.host.stores.postgres import PostgresTaskStore

@@ -65,8 +65,8 @@ from typing import Any, Final
 
 from schedlog.eventlog.followups import Member
 from schedlog.host.config import Retention
+from schedlog.host.core import HostCore
 from schedlog.host.delivery import Group
-from schedlog.host.service import HostCore
 from schedlog.host.stores.json import dumps_document
 from schedlog.host.stores.open import Backend, open_store
 from schedlog.host.task import Task, new_task, new_task_id

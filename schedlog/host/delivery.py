@@ -17,7 +17,16 @@ from schedlog.host.stores.base import StoredTask
 from schedlog.host.task import Receipt, Task
 from schedlog.rules.decide import Decision, decide
 
-__all__ = ["Delivered", "Group", "commit_member", "occurrence", "plan_groups"]
+__all__ = ["Delivered", "Group", "GroupFailed", "commit_member", "occurrence", "plan_groups"]
+
+
+class GroupFailed(Exception):
+    """A delivery group failed; ``ids`` are its members that were not committed."""
+
+    def __init__(self, ids: tuple[str, ...], error: BaseException | str) -> None:
+        super().__init__(str(error))
+        self.ids = ids
+        self.error = error
 
 
 class Group(NamedTuple):

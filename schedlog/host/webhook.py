@@ -24,7 +24,7 @@ import httpx
 import msgspec
 
 from schedlog.eventlog.followups import Member
-from schedlog.host.service import Outgoing
+from schedlog.host.core import Outgoing
 from schedlog.rules.instants import format_instant
 from schedlog.runtime.interfaces import Clock
 

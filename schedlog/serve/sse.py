@@ -20,7 +20,7 @@ from typing import Final
 import msgspec
 
 from schedlog.host.changes import ChangeSource, TaskChange
-from schedlog.host.service import CHANGED
+from schedlog.host.core import CHANGED
 from schedlog.serve.bodies import ChangeEvent
 
 __all__ = ["BUFFER", "KEEPALIVE_S", "RESET", "EventHub", "TooManyClients"]

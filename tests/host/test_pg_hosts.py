@@ -18,7 +18,8 @@ import pytest
 
 from schedlog.eventlog.reader import read_log
 from schedlog.host.config import Retention
-from schedlog.host.service import HostCore, HostService
+from schedlog.host.core import HostCore
+from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
 from schedlog.runtime.clock import VirtualClock
 from tests import pg

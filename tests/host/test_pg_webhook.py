@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
+from schedlog.host.core import Outgoing
 from schedlog.host.retry import Backoff
-from schedlog.host.service import HostService, Outgoing
+from schedlog.host.service import HostService
 from schedlog.runtime.clock import VirtualClock
 from tests import pg
 from tests.host.helpers import T0, MemorySessions, task

@@ -12,8 +12,8 @@ import msgspec
 import pytest
 
 from schedlog.host.config import Retention
+from schedlog.host.core import HostCore
 from schedlog.host.history import append_delivery
-from schedlog.host.service import HostCore
 from schedlog.host.stores.base import StoreLockedError, StoreWriteError, TaskStore
 from schedlog.host.stores.open import open_store
 from schedlog.host.task import Receipt, decode_task

@@ -1,0 +1,233 @@
+"""The host's due-task strategy: how it finds due tasks, and what a delivery holds meanwhile.
+
+Two implementations of :class:`DueTasks`:
+
+* :class:`LocalTimerIndex`: a store only this host writes. The timer index (a ``SortedList`` of
+  ``(scheduledAt, seq, id)`` over active tasks) is kept in step with every write; a delivery
+  holds nothing but the FIFO slot.
+* :class:`ClaimedDue`: a :class:`~schedlog.host.stores.base.ClaimingStore` shared by several
+  hosts (docs/decisions.md, "PostgreSQL store: several hosts"). Nothing is indexed here: the
+  store says when to look next and claims due tasks with a lease; a delivery runs under the
+  session's lock, renews its leases and ends its claims.
+
+:func:`due_tasks_for` picks the one a store needs; :class:`~schedlog.host.core.HostCore` only
+calls the strategy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Final, Protocol
+
+from sortedcontainers import SortedList
+
+from schedlog.errors import ScheduleError
+from schedlog.host.delivery import Group, GroupFailed
+from schedlog.host.stores.base import ClaimingStore, StoredTask, TaskStore
+from schedlog.host.task import Task
+
+__all__ = ["MSG_LEASE_LOST", "ClaimedDue", "DueTasks", "LocalTimerIndex", "due_tasks_for"]
+
+MSG_LEASE_LOST: Final = "Another host took over the claim of these reminders"
+
+
+class DueTasks(Protocol):
+    """Next target, due tasks, active count, reindexing, and the claims of a delivery."""
+
+    #: How long a claim lasts unless renewed (ms); None when nothing is claimed.
+    lease_ms: int | None
+
+    def next_target(self, excluded: Iterable[str] = ()) -> int | None: ...
+
+    def due(self, now: int, excluded: Iterable[str] = ()) -> list[StoredTask]: ...
+
+    def active_count(self) -> int: ...
+
+    def reindex(self, st: StoredTask) -> None: ...
+
+    def unindex(self, task_id: str) -> None: ...
+
+    def commit(self, st: StoredTask, task: Task) -> None:
+        """A delivered member's write (on a shared store, only while its claim holds)."""
+        ...
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """Around an update: its read and its write as one step."""
+        ...
+
+    def delivering(
+        self, group: Group, forget: Callable[[str], None]
+    ) -> AbstractContextManager[None]:
+        """Around a delivery to a session log; ``forget(session_id)`` drops the cached log."""
+        ...
+
+    def delivering_to(
+        self, group: Group, retry_in: Callable[[str], int] | None
+    ) -> AbstractContextManager[None]:
+        """Around a delivery to a sink; failed members may be held ``retry_in(id)`` ms."""
+        ...
+
+    def keep_leases(self, ids: Sequence[str]) -> None:
+        """Renew the leases on ``ids``; raise when one is no longer this host's."""
+        ...
+
+    def listen(self, on_change: Callable[[dict[str, str]], None]) -> None: ...
+
+
+class LocalTimerIndex:
+    """The timer index of a store this host alone writes."""
+
+    lease_ms: int | None = None
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        # Built in one go from the store's index rows: no task is decoded a second time after
+        # the validation at open, and one sort replaces an insertion per task.
+        self._keys: dict[str, tuple[int, int, str]] = {
+            key[2]: key for key in store.active_targets()
+        }
+        self._index: SortedList[tuple[int, int, str]] = SortedList(self._keys.values())
+
+    def reindex(self, st: StoredTask) -> None:
+        self.unindex(st.task.id)
+        if st.task.active:
+            key = (st.task.record.scheduled_at, st.seq, st.task.id)
+            self._index.add(key)
+            self._keys[st.task.id] = key
+
+    def unindex(self, task_id: str) -> None:
+        key = self._keys.pop(task_id, None)
+        if key is not None:
+            self._index.remove(key)
+
+    def next_target(self, excluded: Iterable[str] = ()) -> int | None:
+        skip = set(excluded)
+        for target, _seq, task_id in self._index:
+            if task_id not in skip:
+                return int(target)
+        return None
+
+    def due(self, now: int, excluded: Iterable[str] = ()) -> list[StoredTask]:
+        skip = set(excluded)
+        # Every key whose target is at most now sorts below (now + 1, any seq, any id).
+        below = self._index.irange(maximum=(now + 1, -(2**63), ""), inclusive=(True, False))
+        keys = [k for k in below if k[2] not in skip]
+        out: list[StoredTask] = []
+        for _target, _seq, task_id in sorted(keys, key=lambda k: k[1]):
+            st = self.store.get(task_id)
+            if st is not None:
+                out.append(st)
+            else:  # a row the store reported invalid: never delivered
+                self.unindex(task_id)
+        return out
+
+    def active_count(self) -> int:
+        return len(self._index)
+
+    def commit(self, st: StoredTask, task: Task) -> None:
+        self.store.replace(task)
+        self.reindex(StoredTask(st.seq, task))
+
+    def atomic(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def delivering(
+        self, group: Group, forget: Callable[[str], None]
+    ) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def delivering_to(
+        self, group: Group, retry_in: Callable[[str], int] | None
+    ) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def keep_leases(self, ids: Sequence[str]) -> None:
+        return None
+
+    def listen(self, on_change: Callable[[dict[str, str]], None]) -> None:
+        return None  # nobody else writes this store
+
+
+class ClaimedDue:
+    """Due tasks claimed from a store shared by several hosts."""
+
+    def __init__(self, claims: ClaimingStore) -> None:
+        self.claims = claims
+        self.lease_ms: int | None = claims.lease_ms
+
+    def reindex(self, st: StoredTask) -> None:
+        return None  # the store is the index
+
+    def unindex(self, task_id: str) -> None:
+        return None
+
+    def next_target(self, excluded: Iterable[str] = ()) -> int | None:
+        return self.claims.next_wake(excluded)
+
+    def due(self, now: int, excluded: Iterable[str] = ()) -> list[StoredTask]:
+        """Claimed for this host (a lease), up to a batch at a time."""
+        return self.claims.claim_due(now, excluded)
+
+    def active_count(self) -> int:
+        return self.claims.active_count()
+
+    def commit(self, st: StoredTask, task: Task) -> None:
+        self.claims.commit_claimed(task)
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """The row is locked when read and the write is a compare-and-set on its version, so
+        an expected-state check sees every other writer's committed change."""
+        return self.claims.atomic()
+
+    @contextlib.contextmanager
+    def delivering(self, group: Group, forget: Callable[[str], None]) -> Iterator[None]:
+        """Under the session's lock, on the log as other hosts left it (re-read); the claims
+        end with the delivery."""
+        try:
+            with self.claims.session_lock(group.session_id):
+                forget(group.session_id)
+                try:
+                    yield
+                finally:
+                    forget(group.session_id)
+        except GroupFailed:
+            raise
+        except Exception as exc:  # the lock itself: the database is unreachable
+            raise GroupFailed(group.ids, exc) from exc
+        finally:
+            self.claims.release(group.ids)
+
+    @contextlib.contextmanager
+    def delivering_to(self, group: Group, retry_in: Callable[[str], int] | None) -> Iterator[None]:
+        """The claims end with the group: released, except those of failed members when
+        ``retry_in`` gives their backoff delay, which are held that long, so that no other
+        host retries them before this one would."""
+        held: dict[str, int] = {}
+        try:
+            yield
+        except GroupFailed as exc:
+            if retry_in is not None:
+                held = {task_id: retry_in(task_id) for task_id in exc.ids}
+            raise
+        finally:
+            if held:
+                self.claims.hold(held)
+            self.claims.release([task_id for task_id in group.ids if task_id not in held])
+
+    def keep_leases(self, ids: Sequence[str]) -> None:
+        mine = self.claims.extend_leases(ids)
+        lost = [task_id for task_id in ids if task_id not in mine]
+        if lost:  # another host may be delivering them
+            raise ScheduleError("internal_error", f"{MSG_LEASE_LOST}: {', '.join(lost)}")
+
+    def listen(self, on_change: Callable[[dict[str, str]], None]) -> None:
+        self.claims.listen(on_change)
+
+
+def due_tasks_for(store: TaskStore) -> DueTasks:
+    """The strategy ``store`` needs: claims on a shared store, else the local timer index."""
+    if isinstance(store, ClaimingStore):
+        return ClaimedDue(store)
+    return LocalTimerIndex(store)
