@@ -62,6 +62,18 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _limit_logs() -> None:
+    """Rate-limit repeated log lines of uvicorn, asyncio and the service (serve.loglimit)."""
+    import structlog
+
+    from schedlog.serve.loglimit import RepeatLimiter, install, structlog_processor
+
+    limiter = RepeatLimiter()
+    install(limiter)
+    processors = structlog.get_config()["processors"]
+    structlog.configure(processors=[structlog_processor(limiter), *processors])
+
+
 async def _serve(
     args: argparse.Namespace,
     store: TaskStore,
@@ -74,6 +86,7 @@ async def _serve(
     from schedlog.runtime.clock import SystemClock
     from schedlog.serve.app import Host, build_app
     from schedlog.serve.auth import allowed_hosts
+    from schedlog.serve.limits import Limits, connection_cap, protocol_class
     from schedlog.serve.web import page_url
 
     host, port = parse_listen(args.listen)
@@ -141,6 +154,7 @@ async def _serve(
 
     config = uvicorn.Config(
         app,
+        http=protocol_class(Limits(connection_cap(args.max_connections), args.header_timeout)),
         lifespan="on",
         log_level="warning",
         access_log=False,
@@ -148,6 +162,7 @@ async def _serve(
         proxy_headers=False,
         timeout_graceful_shutdown=5,
     )
+    _limit_logs()
     server = Server(config)
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started and not task.done():
@@ -191,6 +206,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ValueError("--webhook-timeout must be more than 0 and at most 600 seconds")
         if not 1 <= args.max_event_clients <= 10_000:
             raise ValueError("--max-event-clients must be from 1 through 10000")
+        if not 1 <= args.max_connections <= 100_000:
+            raise ValueError("--max-connections must be from 1 through 100000")
+        if not 0.1 <= args.header_timeout <= 600:
+            raise ValueError("--header-timeout must be from 0.1 through 600 seconds")
     except ValueError as exc:
         print(f"schedlog host serve: {exc}", file=sys.stderr)
         return 2

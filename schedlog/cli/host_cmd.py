@@ -154,6 +154,22 @@ def _serve_parser(hsub: Any) -> None:
         help="concurrent /v1/events streams (default 32)",
     )
     serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        metavar="N",
+        help="open connections at most; one more is answered 503 (default 256, lowered to keep "
+        "64 descriptors free under the open-files limit)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds a client has to send a request's headers, idle connections included "
+        "(default 10)",
+    )
+    serve.add_argument(
         "--webhook-secret-file",
         metavar="PATH",
         help="HMAC secret for --deliver-to (mode 0600; else SCHEDLOG_WEBHOOK_SECRET)",
