@@ -18,7 +18,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
 
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
@@ -27,6 +27,7 @@ from schedlog.serve import routes
 from schedlog.serve.auth import Guard
 from schedlog.serve.catalog_index import index_for
 from schedlog.serve.errors import HttpError, error_response, json_response
+from schedlog.serve.headers import HostCheck, NoStore
 from schedlog.serve.openapi import openapi
 from schedlog.serve.preview import preview
 from schedlog.serve.routes import RetryLookup, ServeState
@@ -77,10 +78,26 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc)
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route takes at this path (one path can have a route per method)."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        if (
+            isinstance(route, Route)
+            and route.methods
+            and route.matches(request.scope)[0] != Match.NONE
+        ):
+            methods |= route.methods
+    return sorted(methods)
+
+
 async def _starlette_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        return error_response(HttpError("method_not_allowed", "method not allowed here", 405))
+        allow = {"Allow": ", ".join(_allowed_methods(request))}
+        return error_response(
+            HttpError("method_not_allowed", "method not allowed here", 405, allow)
+        )
     if exc.status_code == 404:
         return error_response(HttpError("not_found", f"no route {request.url.path!r}", 404))
     return error_response(HttpError("invalid_request", str(exc.detail), exc.status_code))
@@ -145,8 +162,9 @@ def build_app(
             if host.close is not None:
                 await host.close()
 
-    middleware = []
+    middleware = [Middleware(NoStore)]
     if cors_origins:
+        middleware.append(Middleware(HostCheck, hosts=hosts))  # preflights included
         middleware.append(
             Middleware(
                 CORSMiddleware,
