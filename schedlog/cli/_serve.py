@@ -176,8 +176,8 @@ async def _serve(
         print(f"schedlog host serve: {url}/v1", flush=True)
         where = "SCHEDLOG_TOKEN" if token_file is None else str(token_file)
         print(f"token: {where}", flush=True)
-        # The web page, signed in: the token rides in the fragment, which browsers never send.
-        print(f"page: {page_url(url, token)}", flush=True)
+        # The web page with a one-time sign-in code (never the token) in the fragment.
+        print(f"page: {page_url(url, app.state.signin.issue())}", flush=True)
     try:
         await task
     finally:

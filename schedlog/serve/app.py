@@ -31,6 +31,7 @@ from schedlog.serve.headers import HostCheck, NoStore
 from schedlog.serve.openapi import openapi
 from schedlog.serve.preview import preview
 from schedlog.serve.routes import RetryLookup, ServeState
+from schedlog.serve.signin import SigninCodes, signin_routes
 from schedlog.serve.sse import EventHub
 from schedlog.serve.web import web_routes
 
@@ -49,7 +50,7 @@ class Host:
     close: Callable[[], Awaitable[None]] | None = None
 
 
-def _routes() -> list[BaseRoute]:
+def _routes(signin: list[Route]) -> list[BaseRoute]:
     s = "/v1/sessions/{sessionId}"
     return [
         Route(s + "/tools/{tool}", routes.tool, methods=["POST"]),
@@ -65,6 +66,7 @@ def _routes() -> list[BaseRoute]:
         Route("/healthz", routes.healthz, methods=["GET"]),
         Route("/readyz", routes.readyz, methods=["GET"]),
         Route("/openapi.json", _openapi, methods=["GET"]),
+        *signin,  # one-time sign-in codes of the page (schedlog.serve.signin)
         *web_routes(),  # the task page at / (schedlog.serve.web)
     ]
 
@@ -142,6 +144,7 @@ def build_app(
 ) -> Starlette:
     """The ASGI application; ``opener`` runs in the lifespan, inside the server's loop."""
     state = ServeState()
+    codes = SigninCodes()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -175,7 +178,7 @@ def build_app(
         )
     middleware.append(Middleware(Guard, token=token, hosts=hosts))
     app = Starlette(
-        routes=_routes(),
+        routes=_routes(signin_routes(codes, token)),
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={
@@ -186,4 +189,5 @@ def build_app(
         },
     )
     app.state.serve = state
+    app.state.signin = codes
     return app

@@ -43,7 +43,8 @@ __all__ = [
 MAX_BODY_BYTES: Final = 1 << 20
 TOKEN_ENV: Final = "SCHEDLOG_TOKEN"
 _LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
-_OPEN_PATHS: Final = frozenset({"/healthz", "/readyz", "/openapi.json"}) | PAGE_PATHS
+#: ``/v1/signin`` takes a one-time code instead of the token (schedlog.serve.signin).
+_OPEN_PATHS: Final = frozenset({"/healthz", "/readyz", "/openapi.json", "/v1/signin"}) | PAGE_PATHS
 
 
 class TokenError(Exception):

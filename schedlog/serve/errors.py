@@ -26,6 +26,7 @@ JSON: Final = "application/json"
 _STATUS: Final[Mapping[str, int]] = {
     "invalid_request": 400,
     "unauthorized": 401,
+    "signin_code_refused": 401,
     "schedule_not_found": 404,
     "delivery_cursor_not_found": 404,
     "not_found": 404,

@@ -65,9 +65,9 @@ def test_reminder_created_through_the_api_appears_in_the_catalog(
     live.create("s-home", title="Call home", prompt="Call home", after_seconds=3 * 3600)
     live.create("s-home", title="Stretch", prompt="Stand up and stretch", every_seconds=2700)
     page.goto(signed_in_url(live))
-    # the token moved from the fragment into sessionStorage, and out of the address bar
+    # the one-time code left the address bar and was exchanged for the token (sessionStorage)
     expect(page.locator("#catalog")).to_be_visible()
-    assert "token" not in page.url
+    assert "code" not in page.url and TOKEN not in page.url
     assert page.evaluate("sessionStorage.getItem('schedlog.token')") == TOKEN
     tr = row(page, standup["id"])
     expect(tr).to_contain_text("Standup")

@@ -84,7 +84,7 @@ def test_the_shipped_files_are_exactly_the_served_ones() -> None:
 
 
 def test_the_printed_url_carries_the_token_in_the_fragment() -> None:
-    assert page_url("http://127.0.0.1:8765", "tok") == "http://127.0.0.1:8765/#token=tok"
+    assert page_url("http://127.0.0.1:8765", "c0de") == "http://127.0.0.1:8765/#code=c0de"
     assert page_url("http://127.0.0.1:8765/", None) == "http://127.0.0.1:8765/"
 
 

@@ -1,5 +1,5 @@
 // The schedlog task page: sign-in, catalog, detail with history, staged edit, delete, live.
-import { api, ApiError, followEvents, getToken, setToken, takeFragmentToken } from "./api.js";
+import { api, ApiError, followEvents, getToken, safeDecode, setToken, takeFragmentCode } from "./api.js";
 import { describeRule, formatUtc, formatZoned, relative, shortTime, viewerZone } from "./describe.js";
 
 const $ = (id) => document.getElementById(id);
@@ -752,14 +752,24 @@ function startLive() {
 function route() {
   if (!getToken()) return signOut("");
   const m = /^#\/task\/([^/]+)\/([^/]+)$/.exec(location.hash);
-  if (m) return openDetail(decodeURIComponent(m[1]), decodeURIComponent(m[2]));
+  const session = m && safeDecode(m[1]);
+  const id = m && safeDecode(m[2]);
+  if (session !== null && id !== null) return openDetail(session, id);
   show("catalog");
   endEdit();
   loadCatalog();
 }
 
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", () => (location.hash.startsWith("#code=") ? signInFromFragment() : route()));
 $("zone-note").textContent = `Times are shown in each reminder's zone and in yours (${LOCAL_ZONE}).`;
-takeFragmentToken();
-if (getToken()) startLive();
-route();
+/** Exchange a #code= sign-in code (on load, or pasted into a tab already on the page). */
+async function signInFromFragment() {
+  const outcome = await takeFragmentCode();
+  if (getToken()) startLive();
+  route();
+  if (outcome === "refused") {
+    $("signin-error").textContent = "That sign-in link is used up or expired; paste the token or get a new link.";
+  }
+}
+
+signInFromFragment();
