@@ -105,6 +105,9 @@ class WebhookSink:
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_s),
             follow_redirects=False,
+            # HTTP(S)_PROXY, ALL_PROXY, NETRC and SSL_CERT_* of the environment are ignored:
+            # deliveries go straight to --deliver-to (docs/decisions.md, webhook and proxies).
+            trust_env=False,
             transport=transport,
             headers={"User-Agent": "schedlog-webhook/1"},
         )
