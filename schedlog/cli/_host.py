@@ -294,6 +294,7 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
+    from schedlog.cli._cells import cell
     from schedlog.host.task import catalog_entry
 
     store = _open_for_read(args)
@@ -310,7 +311,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
         write_json_line(entries)
         return 0
     rows = [
-        [e["scheduledAt"], e["status"], e["kind"], e["sessionId"], e["id"], e["title"]]
+        [e["scheduledAt"], e["status"], e["kind"], cell(e["sessionId"]), e["id"], cell(e["title"])]
         for e in entries
     ]
     print(_table(rows, ["SCHEDULED AT", "STATUS", "KIND", "SESSION", "ID", "TITLE"]))

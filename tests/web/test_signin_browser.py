@@ -42,3 +42,16 @@ def test_a_malformed_escape_in_the_fragment_leaves_a_working_page(live: Live, pa
     page.goto(f"{live.base}/#code=%E0%A4%A")  # a malformed code: the sign-in form, no error
     expect(page.locator("#signin-h")).to_be_visible()
     expect(page.locator("#signin-error")).to_contain_text("used up or expired")
+
+
+def test_a_spoofing_title_is_isolated_and_clipped(live: Live, page: Any) -> None:
+    title = "<b>&amp;</b> \u202eevil\u202c " + "a" + "\u0301" * 80
+    task = live.create("s-\u202eoops", title=title, prompt="p", after_seconds=3600)
+    page.goto(signed_in_url(live))
+    link = page.locator(f'#rows tr[data-id="{task["id"]}"] a.user-text')
+    expect(link).to_have_text(title)  # text, never markup
+    assert link.get_attribute("dir") == "auto"
+    style = "e => [getComputedStyle(e).unicodeBidi, getComputedStyle(e).overflow]"
+    assert link.evaluate(style) == ["isolate", "hidden"]
+    height = link.evaluate("e => e.getBoundingClientRect().height")
+    assert height < 40  # 80 stacked marks stay inside one line box

@@ -154,7 +154,7 @@ function renderSort() {
 }
 
 function catalogRow(entry) {
-  const link = el("a", { href: `#/task/${encodeURIComponent(entry.sessionId)}/${encodeURIComponent(entry.id)}`, text: entry.title });
+  const link = el("a", { href: `#/task/${encodeURIComponent(entry.sessionId)}/${encodeURIComponent(entry.id)}`, text: entry.title, dir: "auto", class: "user-text" });
   const next = entry.status === "inactive" ? el("span", { class: "muted", text: "none (ended)" }) : timeBlock(entry.scheduledAt, entry.timeZone);
   const last = entry.lastDelivery
     ? timeBlock(entry.lastDelivery.deliveredAt, entry.timeZone)
@@ -163,7 +163,7 @@ function catalogRow(entry) {
     ["Title", link],
     ["Rule", document.createTextNode(describeRule(entry))],
     ["Next target", next],
-    ["Session", el("code", { text: entry.sessionId })],
+    ["Session", el("code", { text: entry.sessionId, dir: "auto", class: "user-text" })],
     ["Status", document.createTextNode(statusText(entry))],
     ["Last delivery", last],
   ];
@@ -251,6 +251,7 @@ function renderDetail() {
   const d = state.detail;
   const entry = d.entry;
   $("detail-h").textContent = entry.title;
+  $("detail-h").dir = "auto";
   $("record").replaceChildren(...recordRows(entry));
   $("edit").disabled = entry.status === "inactive";
   $("edit").title = entry.status === "inactive" ? "An ended reminder cannot be edited" : "";
