@@ -86,7 +86,7 @@ async def _serve(
     from schedlog.runtime.clock import SystemClock
     from schedlog.serve.app import Host, build_app
     from schedlog.serve.auth import allowed_hosts
-    from schedlog.serve.limits import Limits, connection_cap, protocol_class
+    from schedlog.serve.limits import ACCEPT_BURST, Limits, connection_cap, protocol_class
     from schedlog.serve.web import page_url
 
     host, port = parse_listen(args.listen)
@@ -155,6 +155,9 @@ async def _serve(
     config = uvicorn.Config(
         app,
         http=protocol_class(Limits(connection_cap(args.max_connections), args.header_timeout)),
+        # asyncio accepts up to `backlog` connections in one go before any is refused and
+        # closed: keep that burst inside the descriptors the connection cap leaves free.
+        backlog=ACCEPT_BURST,
         lifespan="on",
         log_level="warning",
         access_log=False,

@@ -27,6 +27,7 @@ import msgspec
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 __all__ = [
+    "ACCEPT_BURST",
     "FD_RESERVE",
     "MAX_HEADER_BYTES",
     "Limits",
@@ -39,6 +40,9 @@ __all__ = [
 MAX_HEADER_BYTES: Final = 64 * 1024
 #: Descriptors kept free for the store, the session logs and webhook connections.
 FD_RESERVE: Final = 64
+#: The listen backlog, which is also how many connections asyncio accepts in one go (before
+#: any over the cap is closed): half the reserve.
+ACCEPT_BURST: Final = FD_RESERVE // 2
 
 
 @dataclass(frozen=True)
