@@ -111,9 +111,9 @@ def _serve_parser(hsub: Any) -> None:
             "Deliver due reminders (as host run does) and serve the /v1 HTTP API on the same "
             "service. Every /v1 route needs Authorization: Bearer <token>; the token comes "
             "from SCHEDLOG_TOKEN or from the token file (generated on first start, mode 0600). "
-            "Prints the URL and the token file on start, then the URL of the web task page "
-            "at / with the token in its fragment (docs/operations.md#web-page). Needs the "
-            "serve extra."
+            "Prints the URL and the token file on start (never the token), then the URL of "
+            "the web task page at / with a one-time sign-in code in its fragment, valid for "
+            "60 s (docs/operations.md#web-page). Needs the serve extra."
         ),
     )
     _store_args(serve)
