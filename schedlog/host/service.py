@@ -18,6 +18,7 @@ import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
 from typing import Any, Final, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 import msgspec
@@ -1099,3 +1100,16 @@ class HostService:
             self._writer.shutdown(wait=True)
         self.core.store.close()
         self._closed = True
+
+    async def __aenter__(self) -> HostService:
+        """The open service (it starts when constructed, inside the running loop)."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """:meth:`aclose`."""
+        await self.aclose()

@@ -41,8 +41,13 @@ STORE_OPEN_CODES: Final = frozenset({"malformed-medium", "version-mismatch", "in
 #: Opening a store another service holds (our addition to the three validation failures).
 STORE_LOCK_CODES: Final = frozenset({"store-locked"})
 CLI_CODES: Final = frozenset({"invalid_request"})  # docs/errors.md#cli-code
+#: Answered by the Python API's tool dispatchers only (docs/errors.md#embedding-codes): no batch
+#: line can carry arguments that are not an object, nor reach an engine that is not running.
+EMBEDDING_CODES: Final = frozenset({"invalid_arguments", "engine_not_running"})
 #: Every stable code: the code headings of docs/errors.md (tests/fuzz/test_oracle.py checks).
-STABLE_CODES: Final = INPUT_CODES | RESULT_CODES | STORE_OPEN_CODES | STORE_LOCK_CODES | CLI_CODES
+STABLE_CODES: Final = (
+    INPUT_CODES | RESULT_CODES | STORE_OPEN_CODES | STORE_LOCK_CODES | CLI_CODES | EMBEDDING_CODES
+)
 
 # Narrower sets, per entry point, as the documentation states them.
 #: docs/protocol.md#record-decoders, docs/protocol.md#changes, docs/protocol.md#fold
