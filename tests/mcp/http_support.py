@@ -25,9 +25,15 @@ def mcp_url(server: ServeProcess, session_id: str) -> str:
 
 @contextlib.asynccontextmanager
 async def client(
-    server: ServeProcess, session_id: str, *, token: str | None = None, mode: str = "auto"
+    server: ServeProcess,
+    session_id: str,
+    *,
+    token: str | None = None,
+    mode: str = "auto",
+    **options: Any,
 ) -> AsyncIterator[Any]:
-    """An entered SDK ``Client`` for ``session_id`` (``mode="legacy"``: the 2025 handshake)."""
+    """An entered SDK ``Client`` for ``session_id`` (``mode="legacy"``: the 2025 handshake;
+    ``options``: more ``Client`` fields)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -35,5 +41,5 @@ async def client(
     headers = {"Authorization": f"Bearer {token if token is not None else server.token}"}
     async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
         transport = streamable_http_client(mcp_url(server, session_id), http_client=http)
-        async with Client(transport, mode=mode) as entered:
+        async with Client(transport, mode=mode, **options) as entered:
             yield entered
