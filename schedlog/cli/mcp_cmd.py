@@ -1,5 +1,5 @@
 """``schedlog mcp``: the MCP server over stdio, one process per conversation (docs/agents.md#stdio,
-docs/cli.md#schedlog-mcp).
+docs/cli.md#mcp).
 
 Only the argparse wiring lives here; the command imports :mod:`schedlog.cli._mcp` (and the
 ``mcp`` SDK) when it runs.
