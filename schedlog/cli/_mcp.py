@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 
 from schedlog.cli.common import configure_diagnostics, write_json_line
@@ -25,7 +26,8 @@ def _fail(code: str, message: str) -> int:
 
 def _usage(args: argparse.Namespace) -> str | None:
     if args.log is not None:
-        if args.store is not None or args.sessions is not None or args.session is not None:
+        store_given = args.store is not None and args.store != os.environ.get("SCHEDLOG_STORE")
+        if store_given or args.sessions is not None or args.session is not None:
             return "give either --log, or --store with --sessions and --session, not both"
         return None
     if args.store is None or args.sessions is None or args.session is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from schedlog._lazy import lazy_command
+from schedlog.cli.host_cmd import store_args
 
 __all__ = ["register"]
 
@@ -37,14 +38,7 @@ def register(sub: Any) -> None:
         metavar="S",
         help="with --log: sessionId of a new log (default: the file name without .jsonl)",
     )
-    mcp.add_argument(
-        "--store",
-        metavar="PATH|URL",
-        help="serve the host tools of this task store (a file, or a postgresql:// URL)",
-    )
-    mcp.add_argument(
-        "--backend", choices=("sqlite", "json", "postgresql"), help="override the store backend"
-    )
+    store_args(mcp, optional=True)  # --store (or $SCHEDLOG_STORE) and --backend
     mcp.add_argument("--sessions", metavar="DIR", help="with --store: the sessions directory")
     mcp.add_argument("--session", metavar="ID", help="with --store: the session to serve")
     mcp.set_defaults(func=_cmd_mcp)

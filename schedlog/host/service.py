@@ -18,7 +18,6 @@ import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from types import TracebackType
 from typing import Any, Final, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 import msgspec
@@ -1105,11 +1104,6 @@ class HostService:
         """The open service (it starts when constructed, inside the running loop)."""
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         """:meth:`aclose`."""
         await self.aclose()

@@ -15,7 +15,6 @@ nothing and answers the ``engine_not_running`` error value (docs/errors.md#engin
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from types import TracebackType
 from typing import Any, Final
 
 from schedlog.runtime.interfaces import Agent, Clock, SessionLog
@@ -57,12 +56,7 @@ class SessionEngine:
         self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.dispose()
 
     @property

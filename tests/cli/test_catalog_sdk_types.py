@@ -55,36 +55,54 @@ def _only_declared_keys(value: dict[str, Any], kind: Any, where: str) -> None:
             _only_declared_keys(item, inner, f"{where}.{key}")
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_openai_format_is_accepted_by_the_openai_sdk_types(protocol: str) -> None:
-    _sdk("openai")
+def _openai_checks() -> tuple[Any, list[tuple[Any, Any]]]:
     from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionToolParam
     from openai.types.shared_params import FunctionDefinition
 
-    tools = _catalog(protocol, "openai")
-    assert tools
-    _validate(list[ChatCompletionToolParam], tools)
-    for tool in tools:
-        _validate(ChatCompletionFunctionToolParam, tool)
-        _only_declared_keys(tool, ChatCompletionFunctionToolParam, tool["function"]["name"])
-        _only_declared_keys(tool["function"], FunctionDefinition, tool["function"]["name"])
+    return ChatCompletionToolParam, [
+        (lambda tool: tool, ChatCompletionFunctionToolParam, True),
+        (lambda tool: tool["function"], FunctionDefinition, True),
+    ]
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_anthropic_format_is_accepted_by_the_anthropic_sdk_types(protocol: str) -> None:
-    _sdk("anthropic")
+def _anthropic_checks() -> tuple[Any, list[tuple[Any, Any]]]:
     from anthropic.types import ToolParam, ToolUnionParam
     from anthropic.types.tool_param import InputSchemaTyped
 
-    tools = _catalog(protocol, "anthropic")
-    assert tools
-    _validate(list[ToolUnionParam], tools)
+    # InputSchema is "typed, or any dict": the typed arm is checked, not only the catch-all;
+    # it allows keys beyond its own (a JSON Schema has many), so its keys are not closed.
+    return ToolUnionParam, [
+        (lambda tool: tool, ToolParam, True),
+        (lambda tool: tool["input_schema"], InputSchemaTyped, False),
+    ]
+
+
+#: format -> (its SDK, its checks: the union each tool is, and (part of a tool, its TypedDict,
+#: whether only declared keys may appear))
+FORMATS: dict[str, tuple[str, Any]] = {
+    "openai": ("openai", _openai_checks),
+    "anthropic": ("anthropic", _anthropic_checks),
+}
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_format_is_accepted_by_the_sdk_types(protocol: str, fmt: str) -> None:
+    sdk, checks = FORMATS[fmt]
+    _sdk(sdk)
+    union, parts = checks()
+    tools = _catalog(protocol, fmt)
+    assert len(tools) == len(catalog_tools(protocol))
+    _validate(list[union], tools)
     for tool in tools:
-        _validate(ToolParam, tool)
-        _only_declared_keys(tool, ToolParam, tool["name"])
-        # InputSchema is "typed, or any dict": check the typed arm, not only the catch-all.
-        _validate(InputSchemaTyped, tool["input_schema"])
-        assert tool["input_schema"]["type"] == "object"
+        for part_of, kind, closed in parts:
+            _validate(kind, part_of(tool))
+            if closed:
+                _only_declared_keys(part_of(tool), kind, f"{protocol} {fmt}")
+
+
+def catalog_tools(protocol: str) -> list[Any]:
+    return _catalog(protocol, "json")["tools"]  # type: ignore[no-any-return]
 
 
 def test_the_check_catches_an_undeclared_key() -> None:

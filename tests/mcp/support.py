@@ -6,7 +6,6 @@ The tests skip when the ``mcp`` SDK is missing, except under ``CI=true``, where 
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -14,9 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
-
 from schedlog.rules.text import js_dumps, loads_strict
+from tests.serve.deps import require_modules
 
 RUNNER = "import sys\nfrom schedlog.cli.main import main\nsys.exit(main())\n"
 #: Hostile but valid text: markup, quotes and a non-BMP character.
@@ -25,15 +23,7 @@ HOSTILE = 'Stand up <b>&amp;</b> "now" \U0001f600'
 
 def require_mcp() -> None:
     """Skip the calling module when the SDK is missing (fail under CI=true)."""
-    for name in ("mcp", "httpx2"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            if os.environ.get("CI") == "true":
-                raise
-            pytest.skip(
-                f"{name} is not installed: pip install -e '.[mcp]'", allow_module_level=True
-            )
+    require_modules(("mcp", "httpx2"), "mcp")
 
 
 def stdio_params(*args: str) -> Any:
