@@ -62,7 +62,10 @@ UPDATE: Final = CREATE | {"schedule_conflict"}
 # persistence_uncertain.
 #: internal_error is allowed (a session id the store cannot hold fails the write), but any
 #: exception that reached the tools' catch-all is reported separately (``tool.failed``).
+#: HostTools.call answers invalid_arguments for arguments that are not an object (a fuzzed
+#: call passes them straight to it; a batch line cannot).
 HOST_TOOL: Final = INPUT_CODES - {"corrupt_schedule_log", "persistence_uncertain"} | {
+    "invalid_arguments",
     "schedule_not_found",
     "schedule_ended",
     "schedule_conflict",
