@@ -12,6 +12,7 @@ extra, ``host serve`` runs as before and this endpoint answers 501.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Final
@@ -71,14 +72,31 @@ class McpMount:
             return
         server = ReminderServer(HostBackend(service), url_session)
         manager = StreamableHTTPSessionManager(app=server.server, security_settings=None)
-        try:
+        # The manager's task group lives in a task of its own: a lifespan may be entered and
+        # left in different tasks (an ASGI test harness does), and an anyio cancel scope must
+        # be left in the task that entered it.
+        started, stop = asyncio.Event(), asyncio.Event()
+
+        async def run() -> None:
             async with manager.run():
                 self._manager = manager
+                started.set()
                 try:
-                    yield
+                    await stop.wait()
                 finally:
                     self._manager = None
+
+        task = asyncio.create_task(run())
+        try:
+            ready = asyncio.create_task(started.wait())
+            await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+            ready.cancel()
+            if task.done():
+                task.result()  # the manager failed to start: raise why
+            yield
         finally:
+            stop.set()
+            await asyncio.gather(task, return_exceptions=True)
             server.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
