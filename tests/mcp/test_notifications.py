@@ -161,3 +161,34 @@ def test_a_change_through_another_host_is_notified_within_a_second(
         event, delay = asyncio.run(main(server))
     assert event == ResourceUpdated(uri=URI)
     assert delay <= LIMIT_S
+
+
+def test_the_live_owner_delivers_while_the_session_local_tools_are_served(tmp_path: Path) -> None:
+    """``schedlog mcp --log``: a reminder due in one second (the real clock: the server is
+    another process) is delivered into the log by the live owner while the client is
+    connected, and the delivery is notified. The wait is for the event, bounded."""
+    from schedlog.rules.text import loads_strict
+
+    log = tmp_path / "chat-1.jsonl"
+
+    async def main() -> tuple[Any, float]:
+        async with Client(stdio_params("--log", str(log))) as c:
+
+            async def create() -> None:
+                args = {"prompt": "Due now <&>", "after_seconds": 1}
+                value_of(await c.call_tool("schedule_create", args))
+
+            async with c.listen(resource_subscriptions=[URI]) as subscription:
+                await create()
+                created = await _next_event(subscription)
+                delivered, at = await _next_event(subscription)
+                assert created[0] == delivered
+            listed = value_of(await c.call_tool("schedule_list", {}))
+            return listed, at
+
+    listed, _ = asyncio.run(main())
+    assert listed == []  # the one-shot was delivered, so nothing is active
+    events = [loads_strict(line) for line in log.read_bytes().splitlines()[1:]]
+    kinds = [e["type"] for e in events]
+    assert kinds == ["schedule/change", "message/followup", "schedule/change"]
+    assert '"Due now <&>"' in events[1]["data"]["text"]
