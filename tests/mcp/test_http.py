@@ -15,6 +15,7 @@ from tests.mcp.support import HOSTILE, catalog, host_batch, now_text, require_mc
 require_mcp()
 
 import httpx  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from tests.mcp.http_support import client, mcp_url, serving  # noqa: E402
 
@@ -41,6 +42,8 @@ def test_tools_over_http_answer_as_host_batch(tmp_path: Path) -> None:
             listed = value_of(await c.call_tool("schedule_list", {}))
             answers = [value_of(await c.call_tool(n, a)) for n, a in errors]
             gone = value_of(await c.call_tool("schedule_delete", {"id": "schedule-none"}))
+            with pytest.raises(MCPError, match="unknown tool 'schedule_explain'"):
+                await c.call_tool("schedule_explain", {"id": created["id"]})
             return tools, updated, listed, answers, gone
 
     with serving(store, sessions) as server:

@@ -54,11 +54,15 @@ def test_a_change_through_another_connection_is_notified_over_http(tmp_path: Pat
                 created = value_of(await other.call_tool("schedule_create", CREATE))
                 events.append(created["id"])
 
+            async def update() -> None:
+                change = {"id": events[0], "title": "Changed <&>"}
+                value_of(await other.call_tool("schedule_update", change))
+
             async def delete() -> None:
                 value_of(await other.call_tool("schedule_delete", {"id": events[0]}))
 
             events: list[str] = []
-            return [await _listen_while(watcher, create), await _listen_while(watcher, delete)]
+            return [await _listen_while(watcher, f) for f in (create, update, delete)]
 
     with serving(tmp_path / "t.sqlite", tmp_path / "sessions") as server:
         results = asyncio.run(main(server))
