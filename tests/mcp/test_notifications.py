@@ -196,3 +196,27 @@ def test_the_live_owner_delivers_while_the_session_local_tools_are_served(tmp_pa
     kinds = [e["type"] for e in events]
     assert kinds == ["schedule/change", "message/followup", "schedule/change"]
     assert '"Due now <&>"' in events[1]["data"]["text"]
+
+
+def test_a_host_delivery_is_notified_over_http(tmp_path: Path) -> None:
+    """A task due in one second (the server's real clock) is delivered into the sessions
+    directory, and its subscriber hears of the create and then of the delivery."""
+    sessions = tmp_path / "sessions"
+
+    async def main(server: Any) -> list[Any]:
+        async with (
+            client(server, "chat-1") as c,
+            c.listen(resource_subscriptions=[URI]) as subscription,
+        ):
+            args = {"prompt": "Due now <&>", "title": "Now", "after_seconds": 1}
+            value_of(await c.call_tool("schedule_create", args))
+            events = [(await _next_event(subscription))[0] for _ in range(2)]
+            events.append(value_of(await c.call_tool("schedule_list", {})))
+            return events
+
+    with serving(tmp_path / "t.sqlite", sessions) as server:
+        created, delivered, listed = asyncio.run(main(server))
+    assert created == delivered == ResourceUpdated(uri=URI)
+    assert listed == []
+    (log,) = sessions.glob("*.jsonl")
+    assert "message/followup" in log.read_text("utf-8")
