@@ -28,7 +28,7 @@ from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import LogContents
 from schedlog.eventlog.reader import read_log as _read_log
 from schedlog.fold.state import FoldState
-from schedlog.invariant._fastcheck import fast_check
+from schedlog.invariant.fastcheck import fast_check
 from schedlog.invariant.logs import validate_log
 from schedlog.protocols import SESSION_LOCAL
 from schedlog.rules.instants import format_instant, is_representable
@@ -86,7 +86,7 @@ def check_session_log(path: str, read_log: LogReader | None = None) -> LogCheck:
     """Read ``path`` with ``read_log`` and fold its owned suffix, without modifying it.
 
     ``read_log`` None is the summary read (:func:`read_summary`), tried after its fast path:
-    :func:`schedlog.invariant._fastcheck.fast_check` reads and folds a log it is sure is valid
+    :func:`schedlog.invariant.fastcheck.fast_check` reads and folds a log it is sure is valid
     in chunks, with the same result; anything else it leaves to the summary read and
     :func:`~schedlog.invariant.logs.validate_log`, which give every verdict. The contents of a
     fast check keep no ``changes``: they were folded as they were read.

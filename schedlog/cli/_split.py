@@ -3,7 +3,7 @@ core (docs/decisions.md, "A long log is checked in two parts").
 
 Only the ``schedlog`` command forks, and only for ``validate``, ``replay`` and ``repair``, which
 run no threads: library code never does. :func:`fork_split` is the ``split`` of
-:func:`schedlog.invariant._fastcheck.fast_check`, which decides what the work is and what its
+:func:`schedlog.invariant.fastcheck.fast_check`, which decides what the work is and what its
 result means; whatever happens here (no fork, a child that dies, a short result), the check's
 outcome is the same, only slower.
 """

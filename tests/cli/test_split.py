@@ -11,8 +11,8 @@ import pytest
 
 from schedlog.cli import _split
 from schedlog.cli._logs import check_session_log
-from schedlog.invariant import _fastcheck
-from schedlog.invariant._fastcheck import fast_check
+from schedlog.invariant import fastcheck
+from schedlog.invariant.fastcheck import fast_check
 from schedlog.rules.instants import format_instant, parse_canonical_instant
 from schedlog.rules.text import js_dumps
 from tests.eventlog.helpers import create_data, delete_data, dispatch_data, header
@@ -53,7 +53,7 @@ def _write_log(path: Path, n: int, *, broken_at: int | None = None) -> None:
 
 @pytest.fixture
 def small_split(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_fastcheck, "_MIN_SPLIT", 0)
+    monkeypatch.setattr(fastcheck, "_MIN_SPLIT", 0)
 
 
 @pytest.mark.usefixtures("small_split")
@@ -65,14 +65,14 @@ def test_two_processes_agree_with_one(tmp_path: Path, broken_at: int | None) -> 
         stream.write(b'{"type":"sched')  # a torn tail, read by the child
     one = fast_check(path)
     joined: list[bool] = []
-    real_join = _fastcheck._Chunk.join
+    real_join = fastcheck._Chunk.join
 
     def join(self: Any, result: bytes | None) -> Any:
         joined.append(bool(result))
         return real_join(self, result)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_fastcheck._Chunk, "join", join)
+        patch.setattr(fastcheck._Chunk, "join", join)
         two = fast_check(path, split=_split.fork_split)
     assert two == one
     # The child's result arrived (a delete of a record it did not create is left to the join,

@@ -1,4 +1,4 @@
-"""The fast path sees exactly the lines the reference sees (``_fastcheck`` module docstring,
+"""The fast path sees exactly the lines the reference sees (``fastcheck`` module docstring,
 "Lines").
 
 Issue 19: the chunk trick once decoded a chunk as one JSON array with every ``\\n`` turned into
