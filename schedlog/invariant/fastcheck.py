@@ -2,7 +2,8 @@
 lines at a time.
 
 A documented internal module: :mod:`schedlog.cli._logs` (``validate``, ``replay``, ``repair``)
-uses it; nothing outside schedlog should. It is the fast path of read + fold, and
+and the open of a log for append (:mod:`schedlog.invariant.fastopen`) use it; nothing outside
+schedlog should. It is the fast path of read + fold, and
 :mod:`schedlog.eventlog` and :mod:`schedlog.fold` point here. Its typed shapes are
 :mod:`schedlog.eventlog.wire`. The reference is the summary read
 (:func:`schedlog.eventlog.reader.read_log` with ``keep_events=False``, whose line decoder is
