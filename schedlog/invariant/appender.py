@@ -35,12 +35,12 @@ from schedlog.eventlog.events import (
 )
 from schedlog.eventlog.followups import Member, delivered_members, parse_followup
 from schedlog.eventlog.header import Header
-from schedlog.eventlog.reader import MAX_LINE_BYTES, decode_event_line, read_log
+from schedlog.eventlog.reader import MAX_LINE_BYTES, decode_event_line
 from schedlog.files import FILE_MODE, fsync_directory, write_all
 from schedlog.fold.replay import apply_event
 from schedlog.fold.state import FoldState
 from schedlog.invariant.checker import check
-from schedlog.invariant.logs import validate_log
+from schedlog.invariant.fastopen import read_for_open
 from schedlog.rules.text import JSONSyntaxError, loads_strict
 
 __all__ = ["LogAppender"]
@@ -122,9 +122,10 @@ class LogAppender:
         except FileExistsError:
             fd = os.open(name, os.O_RDWR | os.O_APPEND)
         try:
-            contents = read_log(name)
+            # The read and fold by the fast path when it is sure (schedlog.invariant.fastopen).
+            contents, folded = read_for_open(name, fold=fold_schedule)
             if fold_schedule:
-                state = validate_log(contents)
+                state = folded
             else:
                 if contents.corruption is not None:
                     raise contents.corruption.error()
