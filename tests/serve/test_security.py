@@ -89,6 +89,16 @@ def test_a_wrong_host_is_refused_on_every_route(api: Api, host: str) -> None:
         assert response.json()["error"]["code"] == "misdirected_request"
 
 
+@pytest.mark.parametrize(
+    "host", ["localhost.evil.example", "127.0.0.1.nip.io:8765", "127.0.0.1:87650", "localhost:8"]
+)
+def test_a_host_that_starts_like_an_allowed_one_is_refused(api: Api, host: str) -> None:
+    """A match by prefix would let these through (issue 22, tests that would not catch a bug)."""
+    answer = api.anonymous({**AUTH, "Host": host}).get("/v1/tasks")
+    assert answer.status_code == 421, host
+    assert answer.json()["error"]["code"] == "misdirected_request"
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1:8765", "localhost:8765", "LOCALHOST", "[::1]:8765"])
 def test_loopback_hosts_are_allowed(api: Api, host: str) -> None:
     assert api.anonymous({**AUTH, "Host": host}).get("/v1/tasks").status_code == 200
