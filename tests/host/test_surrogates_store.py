@@ -1,5 +1,5 @@
-"""Lone surrogates in titles and prompts on every backend (issue 22 item 1;
-docs/decisions.md "Lone surrogates in stores"): a service create, a reopen of the store, then
+"""Lone surrogates in titles and prompts on every backend (issue 22 item 1; docs/decisions.md
+"Hostile input", lone surrogates in the stores): a service create, a reopen of the store, then
 the catalog, the session's list and a webhook body, all with the string as it came in."""
 
 from __future__ import annotations
