@@ -161,6 +161,14 @@ def read_log(
         )
 
 
+def read_log_fd(fd: int, name: str, *, keep_events: bool = True) -> LogContents:
+    """:func:`read_log` of the open file ``fd`` (named ``name`` in messages), from its start;
+    the descriptor stays open. A caller that opened the file safely reads that very file."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    with open(fd, "rb", closefd=False) as stream:
+        return parse_lines(_bounded_lines(stream), file=name, keep_events=keep_events)
+
+
 class _Overlong(bytes):
     """Stands for a line longer than :data:`MAX_LINE_BYTES` without holding it: its content is
     only its ``\\n`` (none for a torn tail), its ``len()`` the line's real length."""

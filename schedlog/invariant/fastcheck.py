@@ -217,6 +217,16 @@ def fast_check(
         return _check(stream, os.fspath(path), _CHUNK, split, _MIN_SPLIT)
 
 
+def fast_check_fd(
+    fd: int, name: str, *, split: Split | None = None
+) -> tuple[LogContents, FoldState] | None:
+    """:func:`fast_check` of the open file ``fd`` (named ``name`` in messages), read from its
+    start through that descriptor; the descriptor stays open."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    with open(fd, "rb", closefd=False) as stream:
+        return _check(stream, name, _CHUNK, split, _MIN_SPLIT)
+
+
 def fast_check_bytes(
     data: bytes,
     *,

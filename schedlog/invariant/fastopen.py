@@ -29,12 +29,12 @@ import msgspec
 from msgspec.structs import replace
 
 from schedlog.eventlog.events import LogEvent
-from schedlog.eventlog.reader import LogContents, read_log
+from schedlog.eventlog.reader import LogContents, read_log_fd
 from schedlog.fold.state import FoldState
-from schedlog.invariant.fastcheck import fast_check
+from schedlog.invariant.fastcheck import fast_check_fd
 from schedlog.invariant.logs import validate_log
 
-__all__ = ["read_for_open"]
+__all__ = ["read_for_open", "read_for_open_fd"]
 
 
 class _Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -49,23 +49,32 @@ def read_for_open(path: str | os.PathLike[str], *, fold: bool = True) -> tuple[L
     """``read_log(path)`` and, with ``fold``, the fold of its owned suffix
     (``validate_log``, which raises for a corrupt log); without ``fold`` the second item is
     None. ``OSError`` propagates."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return read_for_open_fd(fd, os.fspath(path), fold=fold)
+    finally:
+        os.close(fd)
+
+
+def read_for_open_fd(fd: int, name: str, *, fold: bool = True) -> tuple[LogContents, Any]:
+    """:func:`read_for_open` of the open file ``fd`` (named ``name`` in messages), read from its
+    start through that descriptor, so a caller that opened the file safely reads that very file
+    (schedlog.invariant.log_open). The descriptor stays open."""
     if fold:
-        fast = fast_check(path)
+        fast = fast_check_fd(fd, name)
         if fast is not None:
-            contents = _with_events(path, fast[0])
+            contents = _with_events(fd, fast[0])
             if contents is not None:
                 return contents, fast[1]
-    contents = read_log(path)
+    contents = read_log_fd(fd, name)
     state: FoldState | None = validate_log(contents) if fold else None
     return contents, state
 
 
-def _with_events(path: str | os.PathLike[str], contents: LogContents) -> LogContents | None:
+def _with_events(fd: int, contents: LogContents) -> LogContents | None:
     """``contents`` (a fast check's, no events kept) with the events of the log's complete
     lines, or None when a line does not decode as the fast path needs."""
-    with open(path, "rb") as stream:
-        stream.seek(contents.header_size)
-        body = stream.read(contents.complete_size - contents.header_size)
+    body = _pread_all(fd, contents.complete_size - contents.header_size, contents.header_size)
     if len(body) != contents.complete_size - contents.header_size:
         return None  # the file changed under the read: the reference reads it again
     rows = body.split(b"\n")
@@ -81,3 +90,16 @@ def _with_events(path: str | os.PathLike[str], contents: LogContents) -> LogCont
         for event, row in zip(decoded, rows, strict=True)
     )
     return replace(contents, events=events, events_kept=True)
+
+
+def _pread_all(fd: int, size: int, offset: int) -> bytes:
+    """Up to ``size`` bytes of ``fd`` from ``offset`` (fewer only at the end of the file)."""
+    parts: list[bytes] = []
+    while size > 0:
+        part = os.pread(fd, size, offset)
+        if not part:
+            break
+        parts.append(part)
+        size -= len(part)
+        offset += len(part)
+    return b"".join(parts)

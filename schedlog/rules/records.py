@@ -69,6 +69,7 @@ __all__ = [
     "build_host_record",
     "build_record",
     "build_session_record",
+    "check_host_prompt",
     "check_prompt",
     "check_title",
     "decode_host_record",
@@ -84,10 +85,13 @@ __all__ = [
 # (docs/protocol.md#record-decoders).
 MAX_EVERY_SECONDS: Final = 9_007_199_254_740
 TITLE_MAX_UNITS: Final = 120
+#: The longest prompt a host create or update takes, in UTF-16 code units (docs/http-api.md#limits).
+PROMPT_MAX_UNITS: Final = 8000
 
 MSG_PROMPT: Final = "prompt must be non-empty after trimming."
 MSG_TITLE_REQUIRED: Final = "title is required and must be non-empty after trimming."
 MSG_TITLE_LENGTH: Final = "title must be at most 120 characters."
+MSG_PROMPT_LENGTH: Final = f"prompt must be at most {PROMPT_MAX_UNITS} characters."
 MSG_SESSION_SELECTOR: Final = (
     "schedule_create accepts exactly one of after_seconds, at, or every_seconds."
 )
@@ -314,6 +318,15 @@ def check_prompt(value: object) -> str:
     return js_trim(value)
 
 
+def check_host_prompt(value: object) -> str:
+    """A host prompt argument [H]: :func:`check_prompt`, then at most :data:`PROMPT_MAX_UNITS`
+    UTF-16 code units once trimmed (docs/protocol.md#host-tools)."""
+    trimmed = check_prompt(value)
+    if len(trimmed) * 2 > PROMPT_MAX_UNITS and utf16_len(trimmed) > PROMPT_MAX_UNITS:
+        raise ScheduleInputError("invalid_prompt", MSG_PROMPT_LENGTH)
+    return trimmed
+
+
 def check_title(value: object) -> str:
     """A title argument at creation or update [H]: returns it trimmed (docs/protocol.md#records)."""
     if type(value) is not str or is_blank(value):
@@ -366,7 +379,7 @@ def validate_host_create_args(args: object) -> CreateRequest:
     (``frequency_too_high`` below 60). Needs neither the clock nor persistence.
     """
     mapping, selector = _only_selector(args, _HOST_ARG_KEYS, HOST_SELECTORS, MSG_HOST_SELECTOR)
-    prompt = check_prompt(mapping.get("prompt"))
+    prompt = check_host_prompt(mapping.get("prompt"))
     title = check_title(mapping.get("title"))
     value = _check_numeric(selector, mapping[selector], MIN_EVERY_SECONDS_HOST)
     return CreateRequest(selector, value, prompt, title)

@@ -152,3 +152,29 @@ def test_validate_of_many_logs_in_children_shows_what_one_process_shows(tmp_path
         one = [_logs._validate_one(n, None, as_json, True) for n in names]
         assert list(_logs._validated(names, None, as_json)) == one
         assert [ok for ok, _ in one].count(False) == 4  # 3 broken, 1 missing
+
+
+@pytest.mark.parametrize("cores", [1, 2, 4])
+def test_a_long_log_is_split_on_two_cores_and_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int
+) -> None:
+    """The CLI's check of a log over the split size forks one child on a machine with two cores
+    or more (like this 2-core CI machine), and none on one core (issue 22: nothing showed that a
+    2-core machine actually splits)."""
+    path = tmp_path / "log.jsonl"
+    _write_log(path, 40_000)
+    assert path.stat().st_size >= fastcheck._MIN_SPLIT  # the real threshold, not lowered
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    check = check_session_log(str(path))
+    assert check.ok
+    assert len(forks) == (1 if cores >= 2 else 0)
