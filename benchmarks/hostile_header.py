@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from tests.serve.process import start_serve
+from tests.serve.test_connection_limits import read_all
 
 LIMIT = 160 * 2**20
 
@@ -41,12 +42,7 @@ def main() -> None:
                 sent += 65536
         except OSError:
             pass
-        answer = b""
-        try:
-            while chunk := sock.recv(65536):
-                answer += chunk
-        except OSError:
-            pass
+        answer = read_all(sock)
         elapsed = time.monotonic() - started
         sock.close()
         t0 = time.monotonic()

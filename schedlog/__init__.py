@@ -22,7 +22,9 @@ from schedlog.errors import StoreOpenError as StoreOpenError
 if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-export)
     from schedlog.eventlog import Header as Header
     from schedlog.eventlog import LogEvent as LogEvent
+    from schedlog.eventlog import build_followup as build_followup
     from schedlog.eventlog import decode_change as decode_change
+    from schedlog.eventlog import event_from_value as event_from_value
     from schedlog.eventlog import fork_log as fork_log
     from schedlog.eventlog import message_id as message_id
     from schedlog.eventlog import read_log as read_log
@@ -32,6 +34,7 @@ if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-exp
     from schedlog.framing import batch_framing as batch_framing
     from schedlog.framing import single_framing as single_framing
     from schedlog.host.backends import open_store as open_store
+    from schedlog.host.config import Retention as Retention
     from schedlog.host.service import HostService as HostService
     from schedlog.host.sessions import SessionsDirectory as SessionsDirectory
     from schedlog.host.store import TaskStore as TaskStore
@@ -56,8 +59,11 @@ if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-exp
     from schedlog.runtime import Agent as Agent
     from schedlog.runtime import Clock as Clock
     from schedlog.runtime import FileSession as FileSession
+    from schedlog.runtime import FollowupMessage as FollowupMessage
+    from schedlog.runtime import LogHeader as LogHeader
     from schedlog.runtime import SessionEngine as SessionEngine
     from schedlog.runtime import SessionLog as SessionLog
+    from schedlog.runtime import SessionLogContractError as SessionLogContractError
     from schedlog.runtime import SystemClock as SystemClock
     from schedlog.runtime import VirtualClock as VirtualClock
 
@@ -67,20 +73,25 @@ _LAZY: Final[dict[str, str]] = {
     "Clock": "schedlog.runtime",
     "Decision": "schedlog.rules.decide",
     "FileSession": "schedlog.runtime",
+    "FollowupMessage": "schedlog.runtime",
     "FoldState": "schedlog.fold",
     "Header": "schedlog.eventlog",
     "HostService": "schedlog.host.service",
     "HostTools": "schedlog.host.tools",
     "LogAppender": "schedlog.invariant.appender",
     "LogEvent": "schedlog.eventlog",
+    "LogHeader": "schedlog.runtime",
+    "Retention": "schedlog.host.config",
     "Record": "schedlog.rules.record",
     "SessionEngine": "schedlog.runtime",
     "SessionLog": "schedlog.runtime",
+    "SessionLogContractError": "schedlog.runtime",
     "SessionsDirectory": "schedlog.host.sessions",
     "SystemClock": "schedlog.runtime",
     "TaskStore": "schedlog.host.store",
     "VirtualClock": "schedlog.runtime",
     "batch_framing": "schedlog.framing",
+    "build_followup": "schedlog.eventlog",
     "build_host_record": "schedlog.rules.records",
     "build_session_record": "schedlog.rules.records",
     "canonical_cron": "schedlog.rules.cron",
@@ -91,6 +102,7 @@ _LAZY: Final[dict[str, str]] = {
     "decode_change": "schedlog.eventlog",
     "decode_host_record": "schedlog.rules.records",
     "decode_legacy_record": "schedlog.rules.records",
+    "event_from_value": "schedlog.eventlog",
     "fold": "schedlog.fold",
     "fork_log": "schedlog.eventlog",
     "format_instant": "schedlog.rules.instants",

@@ -27,11 +27,22 @@ def with_database(url: str, name: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
 
 
-def _unavailable(reason: str) -> None:
+def _unavailable(reason: str, *, module: bool = False) -> None:
     message = f"PostgreSQL tests need a server at {server_url()} ({reason})"
     if os.environ.get("CI") == "true":
         pytest.fail(message + "; under CI=true they must run")
-    pytest.skip(message)
+    pytest.skip(message, allow_module_level=module)
+
+
+def require_psycopg() -> Any:
+    """The ``psycopg`` module for a test module that needs it at import: skips the module with
+    a message when it is missing, except under ``CI=true``, where the module fails (never
+    ``pytest.importorskip``, which would skip under CI too)."""
+    try:
+        import psycopg
+    except ImportError as exc:
+        _unavailable(f"psycopg is not installed: {exc}", module=True)
+    return psycopg
 
 
 def admin() -> Any:

@@ -63,12 +63,13 @@ def _records(text: str) -> int:
         raise argparse.ArgumentTypeError("must be an integer from 1 through 10000") from exc
 
 
-def store_args(parser: argparse.ArgumentParser) -> None:
-    """``--store`` (default ``$SCHEDLOG_STORE``) and ``--backend``."""
+def store_args(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
+    """``--store`` (default ``$SCHEDLOG_STORE``; required without it unless ``optional``) and
+    ``--backend``."""
     default = os.environ.get("SCHEDLOG_STORE") or None
     parser.add_argument(
         "--store",
-        required=default is None,
+        required=default is None and not optional,
         default=default,
         metavar="PATH|URL",
         help=(

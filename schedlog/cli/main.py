@@ -35,7 +35,7 @@ def build_parser(*, logs_only: bool = False) -> argparse.ArgumentParser:
     if logs_only:
         logs_cmd.register(sub, validate_store=_validate_store)
         return parser
-    from schedlog.cli import host_cmd, rules_cmd, session_cmd, store_cmd
+    from schedlog.cli import host_cmd, mcp_cmd, rules_cmd, session_cmd, store_cmd
 
     rules_cmd.register(sub)
     logs_cmd.register(sub, validate_store=_validate_store)
@@ -43,6 +43,7 @@ def build_parser(*, logs_only: bool = False) -> argparse.ArgumentParser:
     session_cmd.register_tools(sub)
     host_cmd.register(sub)
     store_cmd.register(sub)
+    mcp_cmd.register(sub)
     return parser
 
 

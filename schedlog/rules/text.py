@@ -19,8 +19,10 @@ __all__ = [
     "is_trimmed",
     "js_dumps",
     "js_trim",
+    "json_bytes",
     "json_int",
     "loads_strict",
+    "printable",
     "utf16_len",
 ]
 
@@ -94,7 +96,28 @@ def js_dumps(value: Any) -> str:
     try:
         return _encode(value).decode("utf-8")
     except UnicodeEncodeError:
-        return _slow_dumps(value)
+        return _slow_dumps(msgspec.to_builtins(value))
+
+
+def printable(value: str) -> str:
+    """``value`` with each lone surrogate written as ``\\udxxx``, as JSON output writes it: text
+    that a UTF-8 terminal or file can take (the CLI's tables)."""
+    if value.isascii():
+        return value
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+
+
+def json_bytes(value: Any) -> bytes:
+    """``value`` (Structs, dicts, lists...) as compact UTF-8 JSON, a lone surrogate as ``\\udxxx``.
+
+    The one encoder of every output edge (HTTP answers, SSE, webhook bodies, CLI JSON): msgspec's
+    own encoder raises ``UnicodeEncodeError`` on a lone surrogate, which JSON input may carry
+    (docs/protocol.md#json-output).
+    """
+    try:
+        return _encode(value)
+    except UnicodeEncodeError:
+        return _slow_dumps(msgspec.to_builtins(value)).encode("utf-8")
 
 
 def _slow_dumps(value: Any) -> str:

@@ -13,6 +13,7 @@ from schedlog.runtime.interfaces import (
     LogHeader,
     MaintenanceClaim,
     SessionLog,
+    SessionLogContractError,
 )
 from schedlog.runtime.owner import LiveOwner
 from schedlog.runtime.queue import SerialQueue
@@ -35,6 +36,7 @@ __all__ = [
     "SerialQueue",
     "SessionEngine",
     "SessionLog",
+    "SessionLogContractError",
     "SessionTools",
     "SystemClock",
     "VirtualClock",

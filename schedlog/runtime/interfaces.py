@@ -30,6 +30,8 @@ __all__ = [
     "LogHeader",
     "MaintenanceClaim",
     "SessionLog",
+    "SessionLogContractError",
+    "check_events",
 ]
 
 
@@ -47,7 +49,9 @@ class SessionLog(Protocol):
     """The session's JSON Lines log as the engine sees it.
 
     * ``header``: the session header (the owned suffix starts at ``seed_length``).
-    * ``events()``: every complete event after the header, in order (event index = position).
+    * ``events()``: every complete event after the header, in order (event index = position),
+      as :class:`~schedlog.eventlog.events.LogEvent` structs (not plain dicts: convert a decoded
+      line with :func:`schedlog.eventlog.event_from_value`; :func:`check_events` enforces this).
       Raises :class:`~schedlog.errors.CorruptScheduleError` when the log is corrupt
       (docs/protocol.md#torn-tail) and :class:`OSError` when it cannot be read.
     * ``append(event)``: appends one event object ``{"type": T, "data": D}``. It need not be
@@ -66,6 +70,33 @@ class SessionLog(Protocol):
     def append(self, event: Mapping[str, Any]) -> None: ...
 
     def flush(self) -> bool: ...
+
+
+class SessionLogContractError(TypeError):
+    """A :class:`SessionLog` broke its contract: ``events()`` returned something other than a
+    sequence of :class:`~schedlog.eventlog.events.LogEvent` structs. A programming error of the
+    embedder, raised to the caller (never turned into a tool value); the live owner logs it as
+    ``owner.faulted`` and stops delivering."""
+
+
+def check_events(events: object) -> Sequence[LogEvent]:
+    """``events`` when it is a sequence whose first and last items are ``LogEvent`` structs
+    (a cheap check at the edge: a wrong implementation returns the same kind of item
+    throughout); else :class:`SessionLogContractError`, naming what came back."""
+    if not isinstance(events, Sequence) or isinstance(events, str | bytes):
+        raise SessionLogContractError(
+            f"SessionLog.events() must return a sequence of schedlog.LogEvent, got "
+            f"{type(events).__name__}"
+        )
+    for index in {0, len(events) - 1} if events else ():
+        item = events[index]
+        if not isinstance(item, LogEvent):
+            raise SessionLogContractError(
+                f"SessionLog.events() must return schedlog.LogEvent structs, but item {index} "
+                f"is a {type(item).__name__}; convert a decoded line with "
+                "schedlog.eventlog.event_from_value(value)"
+            )
+    return events
 
 
 class MaintenanceClaim(Protocol):

@@ -32,6 +32,7 @@ from schedlog.runtime.delivery import (
     Outcome,
     decide_now,
     deliver_claimed,
+    fault,
     next_deadline,
     post_dispatch,
     preflight,
@@ -151,7 +152,12 @@ class LiveOwner:
             self._wake.clear()
             if self.state != "running":
                 return
-            await self._drive()
+            try:
+                await self._drive()
+            except Exception as exc:
+                # Never die silently ("Task exception was never retrieved"): whatever escaped a
+                # drive (a SessionLog or Agent breaking its contract) faults the owner, logged.
+                self._record(fault(exc))
             if self.state != "running":
                 return
 

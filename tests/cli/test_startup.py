@@ -82,6 +82,7 @@ def test_registering_every_command_imports_no_implementation() -> None:
         "schedlog._lazy",
         "schedlog.cli.host_cmd",
         "schedlog.cli.logs_cmd",
+        "schedlog.cli.mcp_cmd",
         "schedlog.cli.rules_cmd",
         "schedlog.cli.session_cmd",
         "schedlog.cli.store_cmd",

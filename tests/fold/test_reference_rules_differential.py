@@ -1,7 +1,7 @@
 """Optional differential test of the session-local rules against the upstream reference (npm
 ``@deepseek-ai/dsh-schedule@0.1.0-rc.8``, run with Node).
 
-Opt-in, never required by CI: set ``SCHEDLOG_DIFFERENTIAL=1`` (same install and skip rules as
+Opt-in (``.ci/run`` opts in): set ``SCHEDLOG_DIFFERENTIAL=1`` (same install and skip rules as
 ``test_reference_differential.py``). The package exports, besides the fold:
 ``createAfterScheduleRecord`` / ``createAtScheduleRecord`` / ``createEveryScheduleRecord``
 (driven here through a copy of its tool's ``validateCreateArgs`` pre-checks, as

@@ -18,7 +18,7 @@ import httpx  # noqa: E402
 
 from schedlog.eventlog.reader import read_log  # noqa: E402
 from tests.serve.process import RUNNER, start_serve  # noqa: E402
-from tests.serve.test_limits import address, wait_healthy  # noqa: E402
+from tests.serve.test_connection_limits import address, wait_healthy  # noqa: E402
 from tests.serve.test_serve_process import read_events  # noqa: E402
 
 LIMITED = "import resource\nresource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))\n" + RUNNER

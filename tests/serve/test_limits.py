@@ -1,18 +1,12 @@
-"""Hostile peers on real sockets (docs/http-api.md#limits): a streamed header gets 431 after
-64 KiB, idle and slow connections are closed after ``--header-timeout``, connections over
-``--max-connections`` get 503 at once, a malformed request gets the JSON error body, and a
-flood of them neither stops a delivery nor fills stderr.
-
-Every loop is bounded and every wait has a deadline; the server runs in a subprocess on a
-free loopback port with its caps lowered by option.
-"""
+"""Input limits, the same on every store backend (issue 22 item 10; docs/http-api.md#limits):
+session ids (empty, NUL, lone surrogate, length), prompt length, and the bounded memory the host
+keeps per session id. A refusal writes nothing; no backend answers 500."""
 
 from __future__ import annotations
 
-import json
-import socket
-import time
 from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -20,166 +14,100 @@ from tests.serve.deps import require_serve
 
 require_serve()
 
-import httpx  # noqa: E402
+from schedlog.host.limits import MAX_SESSION_ID_BYTES, SeenSessions  # noqa: E402
+from schedlog.rules.records import PROMPT_MAX_UNITS  # noqa: E402
+from tests import pg  # noqa: E402
+from tests.serve.support import Api, running_api  # noqa: E402
 
-from schedlog.serve.limits import MAX_HEADER_BYTES, connection_cap  # noqa: E402
-from tests.serve.process import ServeProcess, start_serve  # noqa: E402
-
-CAP = 12
-TIMEOUT_S = 1.0
+ARGS = {"title": "t", "prompt": "p", "after_seconds": 3600}
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    tmp = tmp_path_factory.mktemp("limits")
-    args = ["--sessions", str(tmp / "sessions"), "--max-connections", str(CAP)]
-    running = start_serve(tmp / "s.db", [*args, "--header-timeout", str(TIMEOUT_S)])
-    yield running
-    running.stop()
+def pg_database() -> Iterator[str]:
+    yield from pg.fresh_database()
 
 
-def address(server: ServeProcess) -> tuple[str, int]:
-    host_port = server.url.removeprefix("http://").removesuffix("/v1")
-    host, _, port = host_port.rpartition(":")
-    return host, int(port)
+@pytest.fixture(params=["sqlite", "json", "postgresql"])
+def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    store: Path | str = tmp_path / ("store.json" if request.param == "json" else "store.db")
+    if request.param == "postgresql":
+        store = str(request.getfixturevalue("pg_database"))
+        pg.reset(store)
+    with running_api(tmp_path, store=store) as running:
+        yield running
 
 
-def connect(server: ServeProcess) -> socket.socket:
-    sock = socket.create_connection(address(server), timeout=10)
-    sock.settimeout(10)
-    return sock
-
-
-def read_all(sock: socket.socket) -> bytes:
-    """Everything until the server closes (bounded by the socket timeout)."""
-    out = b""
-    try:
-        while chunk := sock.recv(65536):
-            out += chunk
-    except ConnectionResetError:
-        pass
-    return out
-
-
-def parse(answer: bytes) -> tuple[int, dict[str, str], object]:
-    head, _, body = answer.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
-    return int(lines[0].split()[1]), headers, json.loads(body)
-
-
-def wait_healthy(server: ServeProcess) -> None:
-    """The server answers again (after a test's sockets are closed)."""
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            got = httpx.get(server.url.removesuffix("/v1") + "/healthz", timeout=5)
-        except httpx.HTTPError:
-            continue
-        if got.status_code == 200:
-            return
-    raise AssertionError("the server did not answer /healthz again")
-
-
-def test_a_streamed_header_is_refused_431_after_64_kib(server: ServeProcess) -> None:
-    sock = connect(server)
-    started = time.monotonic()
-    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
-    sent = 0
-    try:
-        for _ in range(4096):  # at most 16 MiB; the server stops reading long before
-            sock.sendall(b"a" * 4096)
-            sent += 4096
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    answer = read_all(sock)
-    sock.close()
-    elapsed = time.monotonic() - started
-    status, headers, body = parse(answer)
-    assert status == 431
-    assert headers["content-type"] == "application/json"
-    assert body == {
-        "error": {
-            "code": "header_too_large",
-            "message": f"the request line and headers are longer than {MAX_HEADER_BYTES} bytes",
-        }
-    }
-    assert sent < 16 * 1024 * 1024  # the server closed the connection
-    assert elapsed < 10  # no quadratic parse (an unbounded one took 44 s for 160 MiB)
-    wait_healthy(server)
-
-
-def test_a_header_just_under_the_limit_is_served(server: ServeProcess) -> None:
-    pad = MAX_HEADER_BYTES - 200
-    got = httpx.get(
-        server.url.removesuffix("/v1") + "/healthz", headers={"X-Pad": "a" * pad}, timeout=10
+def _create(api: Api, session: str, **args: object) -> tuple[int, dict[str, object]]:
+    answer = api.client.post(
+        f"/v1/sessions/{quote(session, safe='')}/tools/schedule_create", json={**ARGS, **args}
     )
-    assert got.status_code == 200
-
-
-def test_idle_and_slow_connections_are_closed_after_the_header_timeout(
-    server: ServeProcess,
-) -> None:
-    idle, slow = connect(server), connect(server)
-    slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-    started = time.monotonic()
-    assert read_all(idle) == b""  # closed without an answer: it never sent a byte
-    status, _, body = parse(read_all(slow))
-    assert status == 408
-    assert body == {
-        "error": {
-            "code": "request_timeout",
-            "message": "the request headers took too long to arrive",
-        }
-    }
-    assert time.monotonic() - started < TIMEOUT_S + 5
-    idle.close()
-    slow.close()
-
-
-def test_a_connection_over_the_cap_is_answered_503_at_once(server: ServeProcess) -> None:
-    wait_healthy(server)
-    held = [connect(server) for _ in range(CAP)]
-    try:
-        # the server has seen them all once one of them is answered
-        held[-1].sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        assert held[-1].recv(12).startswith(b"HTTP/1.1 200")
-        extra = connect(server)
-        status, headers, body = parse(read_all(extra))
-        extra.close()
-        assert status == 503
-        assert headers["connection"] == "close"
-        assert body == {
-            "error": {
-                "code": "too_many_connections",
-                "message": "the server has too many open connections",
-            }
-        }
-    finally:
-        for sock in held:
-            sock.close()
-    wait_healthy(server)
+    value: dict[str, object] = answer.json()
+    return answer.status_code, value
 
 
 @pytest.mark.parametrize(
-    "request_bytes",
-    [b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header: x\r\n\r\n"],
+    "session",
+    ["a\x00b", "\x00", "x" * (MAX_SESSION_ID_BYTES + 1), "x" * 7900, "é" * 513],
+    ids=["nul", "only-nul", "one-over", "7900", "two-byte-over"],
 )
-def test_a_malformed_request_gets_the_json_error_body(
-    server: ServeProcess, request_bytes: bytes
-) -> None:
-    sock = connect(server)
-    sock.sendall(request_bytes)
-    status, headers, body = parse(read_all(sock))
-    sock.close()
-    assert status == 400
-    assert headers["content-type"] == "application/json"
-    assert isinstance(body, dict)
-    assert body["error"]["code"] == "invalid_request"
-    assert body["error"]["message"].startswith("malformed HTTP request")
+def test_a_session_id_over_the_limit_is_refused_everywhere(api: Api, session: str) -> None:
+    status, value = _create(api, session)
+    assert (status, value["code"]) == (422, "invalid_session_id"), value
+    assert "sessionId" in str(value["message"])
+    assert api.client.get("/v1/tasks").json()["items"] == []
+    path = f"/v1/sessions/{quote(session, safe='')}"
+    assert api.client.get(path + "/tasks").status_code == 200
+    listed = api.client.post(path + "/tools/schedule_list", json={})
+    assert (listed.status_code, listed.json()) == (200, [])
 
 
-def test_the_connection_cap_keeps_descriptors_free() -> None:
-    assert connection_cap(256, 128) == 64
-    assert connection_cap(256, 1_000_000) == 256
-    assert connection_cap(256, 10) == 1
+def test_a_session_id_at_the_limit_is_taken_everywhere(api: Api) -> None:
+    for session in ("x" * MAX_SESSION_ID_BYTES, "é" * (MAX_SESSION_ID_BYTES // 2), "<&\"'>"):
+        status, value = _create(api, session)
+        assert status == 200, value
+        listed = api.client.get(f"/v1/sessions/{quote(session, safe='')}/tasks").json()
+        assert [t["id"] for t in listed] == [value["id"]]
+
+
+def test_the_prompt_limit(api: Api) -> None:
+    status, _ = _create(api, "s", prompt="p" * PROMPT_MAX_UNITS)
+    assert status == 200
+    status, _ = _create(api, "s", prompt="  " + "p" * PROMPT_MAX_UNITS + "\n")  # trimmed first
+    assert status == 200
+    for prompt in ("p" * (PROMPT_MAX_UNITS + 1), "\U0001f600" * (PROMPT_MAX_UNITS // 2 + 1)):
+        status, value = _create(api, "s", prompt=prompt)
+        assert (status, value["code"]) == (422, "invalid_prompt"), value
+        assert "prompt" in str(value["message"])
+    assert len(api.client.get("/v1/tasks").json()["items"]) == 2
+    record = api.client.get("/v1/sessions/s/tasks").json()[0]
+    url = f"/v1/sessions/s/tasks/{record['id']}"
+    too_long = {"expected": record, "prompt": "q" * (PROMPT_MAX_UNITS + 1)}
+    answer = api.client.put(url, json=too_long)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (422, "invalid_prompt")
+
+
+def test_a_catalog_page_of_full_prompts_is_bounded(api: Api) -> None:
+    for i in range(40):
+        status, _ = _create(api, f"s-{i}", prompt="<&" * (PROMPT_MAX_UNITS // 2))
+        assert status == 200
+    page = api.client.get("/v1/tasks", params={"limit": "500"})
+    assert page.status_code == 200 and len(page.json()["items"]) == 40
+    assert len(page.content) < 40 * (PROMPT_MAX_UNITS + 1024)  # 1 MiB prompts made 39 MiB
+
+
+def test_read_only_calls_under_new_session_ids_use_bounded_memory(api: Api) -> None:
+    seen = api.service.core._touched
+    assert isinstance(seen, SeenSessions)
+    seen.capacity = 50
+    for i in range(120):
+        listed = api.client.post(f"/v1/sessions/reader-{i}/tools/schedule_list", json={})
+        assert listed.status_code == 200
+    assert len(seen) == 50
+
+
+def test_seen_sessions_drops_the_least_recently_seen() -> None:
+    seen = SeenSessions(2)
+    assert seen.first_sight("a") and seen.first_sight("b")
+    assert not seen.first_sight("a")  # a is now the most recent
+    assert seen.first_sight("c")  # drops b
+    assert not seen.first_sight("a") and seen.first_sight("b") and len(seen) == 2

@@ -537,3 +537,28 @@ def test_rule_descriptions_and_times_in_the_browser(live: Live, page: Any) -> No
         "india": "2026-05-01 11:30 Fri (Asia/Kolkata, +05:30)",
         "rel": ["in 3 h", "2 d ago", "in under a minute", "in 25 min"],
     }
+
+
+MARKUP_TITLE = '<b id="injected">bold</b> & &amp; "q" <\'>'
+MARKUP_PROMPT = '<img id="injected-img" src=x onerror="window.pwned=1"> &lt;b&gt; &#60;'
+
+
+def test_markup_and_entities_in_user_text_show_as_text(live: Live, page: Any) -> None:
+    """A title and prompt with tags and entities are shown literally, in the catalog and the
+    detail view: a ``textContent`` to ``innerHTML`` slip would render them (issue 22)."""
+    task = live.create("s-1", title=MARKUP_TITLE, prompt=MARKUP_PROMPT, after_seconds=600)
+    odd = live.client.post(
+        "/v1/sessions/s-1/tools/schedule_create",
+        content=b'{"title":"lone \\ud800 surrogate","prompt":"p\\udc00","after_seconds":900}',
+        headers={"content-type": "application/json"},
+    ).json()
+    open_page(page, live)
+    tr = row(page, task["id"])
+    expect(tr).to_contain_text(MARKUP_TITLE)
+    expect(row(page, odd["id"])).to_contain_text("surrogate")  # a row, not internal_error
+    assert page.locator("#injected, #injected-img").count() == 0
+    tr.get_by_role("link").click()
+    expect(page.locator("#detail-h")).to_have_text(MARKUP_TITLE)
+    expect(page.locator("#detail")).to_contain_text(MARKUP_PROMPT)
+    assert page.locator("#injected, #injected-img").count() == 0
+    assert page.evaluate("window.pwned === undefined")
