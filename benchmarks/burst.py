@@ -14,9 +14,10 @@ One run:
    SQLite file, or a fresh PostgreSQL database on ``--url`` (migrated, dropped afterwards). T
    must lie after the end of creation plus a margin, so the rate of ``host batch`` is
    calibrated first on the same store (``min(N, 500)`` reminders due a day later, in a
-   session of their own; they stay in the store and are not part of the burst), and T is
-   ``now + 1.5 × N / rate + --margin``. If creation still ends less than one second before T,
-   the run is repeated once on a fresh store with half the rate.
+   session of their own, less the time of a ``host batch`` with no request; they stay in the
+   store and are not part of the burst), and T is ``now + 1.5 × N / rate + --margin``. If
+   creation still ends less than one second before T, the run stops with an error (raise
+   ``--margin``).
 2. **Deliver.** Right after creation, ``--hosts`` K real ``schedlog host run`` processes are
    started (``host serve`` with ``--api-probe`` or ``--webhook``), each must log that it has
    started before T. The driver then polls the sessions directory every ``--poll-ms``: it reads
@@ -167,7 +168,7 @@ def _create_lines(count: int, sessions: int, at_ms: int, prefix: str, now_ms: in
         request = {"op": "schedule_create", "session": f"{prefix}-{i % sessions:05d}"}
         request.update(now=now, args=args)
         out.append(json.dumps(request))
-    return "\n".join(out) + "\n"
+    return "".join(line + "\n" for line in out)
 
 
 def host_batch_create(
@@ -218,8 +219,9 @@ def create_burst(side: Side, store: str, sessions_dir: Path, args: argparse.Name
     """Calibrate ``host batch`` on the store, pick T, create the burst (see the module doc)."""
     sample = min(args.reminders, CALIBRATION)
     far = int(time.time() * 1000) + DAY_MS
+    _, idle = host_batch_create(side, store, sessions_dir, 0, 1, far, "calibration")
     _, seconds = host_batch_create(side, store, sessions_dir, sample, 1, far, "calibration")
-    rate = sample / seconds
+    rate = sample / max(seconds - idle, 0.001)  # without the process's start-up
     estimate = 1.5 * args.reminders / rate
     target = int((time.time() + estimate + args.margin) * 1000)
     ids, create_s = host_batch_create(
