@@ -557,7 +557,7 @@ def _deliver(
     mode, sessions_dir, expected = _mode(args), work / "sessions", set(burst.ids)
     receiver = Receiver(expected) if mode == "webhook" else None
     target: Receiver | LogWatch = receiver or LogWatch(sessions_dir, expected)
-    load_before = _load_avg()
+    load_before, cpu_before = _load_avg(), time.process_time()
     try:
         hosts = _start_hosts(side, store, sessions_dir, k, work, mode, target_url(receiver))
         ready = time.time()
@@ -583,6 +583,7 @@ def _deliver(
         "hosts_ready_before_t_s": round(burst.target_ms / 1000 - ready, 2),
     }
     out |= {"exit_codes": codes, "errors": hosts.errors()}
+    out["driver_cpu_s"] = round(time.process_time() - cpu_before, 2)  # polling, receiver, probe
     return out | {"load_avg_before": load_before, "load_avg_after": load_after}
 
 
