@@ -20,6 +20,7 @@ from schedlog.errors import ScheduleInputError as ScheduleInputError
 from schedlog.errors import StoreOpenError as StoreOpenError
 
 if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-export)
+    from schedlog.clock import Clock as Clock
     from schedlog.eventlog import Header as Header
     from schedlog.eventlog import LogEvent as LogEvent
     from schedlog.eventlog import decode_change as decode_change
@@ -54,7 +55,6 @@ if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-exp
     from schedlog.rules.zones import canonical_zone_name as canonical_zone_name
     from schedlog.rules.zones import check_time_zone as check_time_zone
     from schedlog.runtime import Agent as Agent
-    from schedlog.runtime import Clock as Clock
     from schedlog.runtime import FileSession as FileSession
     from schedlog.runtime import SessionEngine as SessionEngine
     from schedlog.runtime import SessionLog as SessionLog
@@ -64,7 +64,7 @@ if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-exp
 #: Every lazily loaded public name -> the module it is imported from on first use.
 _LAZY: Final[dict[str, str]] = {
     "Agent": "schedlog.runtime",
-    "Clock": "schedlog.runtime",
+    "Clock": "schedlog.clock",
     "Decision": "schedlog.rules.decide",
     "FileSession": "schedlog.runtime",
     "FoldState": "schedlog.fold",

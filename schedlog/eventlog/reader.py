@@ -28,7 +28,8 @@ from schedlog.eventlog.events import (
     event_from_value,
 )
 from schedlog.eventlog.header import Header, decode_header
-from schedlog.rules.text import DuplicateKeyError, JSONSyntaxError, js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
+from schedlog.strictjson import DuplicateKeyError, JSONSyntaxError, loads_strict
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -234,7 +235,7 @@ def _reference_line(raw: bytes, line_no: int) -> Header | LogEvent:
     """The readable strict decoder of complete line ``line_no`` (``raw`` keeps its ``\\n``):
     the header for line 1, else the event. Raises :class:`CorruptLogError`.
 
-    The line must be strict JSON (:func:`schedlog.rules.text.loads_strict`: UTF-8, no NaN or
+    The line must be strict JSON (:func:`schedlog.strictjson.loads_strict`: UTF-8, no NaN or
     Infinity token, no key given twice), with one exception: after line 1, a key given twice
     inside the ``data`` of an event whose type is neither ``schedule/change`` nor
     ``message/followup`` is allowed, and the last value counts, as with ``JSON.parse``

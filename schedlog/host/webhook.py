@@ -23,10 +23,10 @@ from typing import Any, Final
 import httpx
 import msgspec
 
+from schedlog.clock import Clock
 from schedlog.eventlog.followups import Member
 from schedlog.host.service import Outgoing
 from schedlog.rules.instants import format_instant
-from schedlog.runtime.interfaces import Clock
 
 __all__ = [
     "SIGNATURE_HEADER",

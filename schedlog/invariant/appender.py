@@ -41,7 +41,7 @@ from schedlog.fold.replay import apply_event
 from schedlog.fold.state import FoldState
 from schedlog.invariant.checker import check
 from schedlog.invariant.logs import validate_log
-from schedlog.rules.text import JSONSyntaxError, loads_strict
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = ["LogAppender"]
 

@@ -19,6 +19,7 @@ from typing import Final, Literal
 import structlog
 
 from schedlog._crashpoints import crashpoint
+from schedlog.clock import Clock
 from schedlog.delivery_plan import plan_delivery
 from schedlog.diagnostics import failure_fields, instant_field, recovered_fields
 from schedlog.errors import CorruptScheduleError
@@ -30,7 +31,7 @@ from schedlog.framing import FramedReminder
 from schedlog.rules.decide import decide
 from schedlog.rules.instants import is_representable
 from schedlog.rules.record import Record
-from schedlog.runtime.interfaces import Agent, Clock, FollowupMessage, SessionLog
+from schedlog.runtime.interfaces import Agent, FollowupMessage, SessionLog
 from schedlog.runtime.tools import append_change, barrier, read_state
 
 __all__ = [

@@ -23,12 +23,12 @@ from schedlog.errors import ScheduleInputError
 from schedlog.host.tool_schemas import CronSelector, DailySelector, WeeklySelector
 from schedlog.rules.instants import format_instant
 from schedlog.rules.records import build_host_record
-from schedlog.rules.text import JSONSyntaxError, loads_strict
 from schedlog.rules.upcoming import upcoming_json
 from schedlog.serve.auth import read_body
 from schedlog.serve.bodies import ExplainTarget, RecordBody
 from schedlog.serve.errors import HttpError, json_response
 from schedlog.serve.routes import MAX_EXPLAIN, ServeState
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 from schedlog.tool_schemas import AtString, Instant, LocalAt
 
 __all__ = ["PREVIEW_SELECTORS", "PreviewBody", "PreviewResult", "preview"]

@@ -24,13 +24,13 @@ from schedlog.host.service import HostService
 from schedlog.host.task import Task, catalog_entry
 from schedlog.host.tools import INTERNAL_ERROR, TOOL_NAMES, HostTools
 from schedlog.rules.instants import format_instant
-from schedlog.rules.text import JSONSyntaxError, loads_strict
 from schedlog.rules.upcoming import upcoming_json
 from schedlog.serve.auth import read_body
 from schedlog.serve.bodies import MAX_PAGE, Health, RetryState, UpdateBody
 from schedlog.serve.catalog_index import CatalogIndex, CatalogQuery, scan_page
 from schedlog.serve.errors import HttpError, json_response, status_of_code
 from schedlog.serve.sse import EventHub, TooManyClients
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
     "MAX_EXPLAIN",
