@@ -7,6 +7,11 @@ when one of their names is first used.
 :data:`_LAZY` is the one table of the public names (name -> module); ``__all__`` is derived
 from it and the four eagerly imported errors. The ``TYPE_CHECKING`` imports repeat the table for
 type checkers only, and a test keeps them equal to it.
+
+Each name is one object whatever was imported first: importing a submodule never rebinds an
+exported name (``schedlog.fold`` stays the function after ``schedlog.fold.replay`` is imported;
+import such a module with ``from schedlog.fold import replay``), and ``dir(schedlog)`` lists the
+public names (:func:`schedlog._lazy.lazy_exports`).
 """
 
 from __future__ import annotations
