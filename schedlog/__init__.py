@@ -7,6 +7,11 @@ when one of their names is first used.
 :data:`_LAZY` is the one table of the public names (name -> module); ``__all__`` is derived
 from it and the four eagerly imported errors. The ``TYPE_CHECKING`` imports repeat the table for
 type checkers only, and a test keeps them equal to it.
+
+Each name is one object whatever was imported first: importing a submodule never rebinds an
+exported name (``schedlog.fold`` stays the function after ``schedlog.fold.replay`` is imported;
+import such a module with ``from schedlog.fold import replay``), and ``dir(schedlog)`` lists the
+public names (:func:`schedlog._lazy.lazy_exports`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from schedlog.errors import ScheduleInputError as ScheduleInputError
 from schedlog.errors import StoreOpenError as StoreOpenError
 
 if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-export)
+    from schedlog.clock import Clock as Clock
     from schedlog.eventlog import Header as Header
     from schedlog.eventlog import LogEvent as LogEvent
     from schedlog.eventlog import build_followup as build_followup
@@ -57,7 +63,6 @@ if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-exp
     from schedlog.rules.zones import canonical_zone_name as canonical_zone_name
     from schedlog.rules.zones import check_time_zone as check_time_zone
     from schedlog.runtime import Agent as Agent
-    from schedlog.runtime import Clock as Clock
     from schedlog.runtime import FileSession as FileSession
     from schedlog.runtime import FollowupMessage as FollowupMessage
     from schedlog.runtime import LogHeader as LogHeader
@@ -70,7 +75,7 @@ if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-exp
 #: Every lazily loaded public name -> the module it is imported from on first use.
 _LAZY: Final[dict[str, str]] = {
     "Agent": "schedlog.runtime",
-    "Clock": "schedlog.runtime",
+    "Clock": "schedlog.clock",
     "Decision": "schedlog.rules.decide",
     "FileSession": "schedlog.runtime",
     "FollowupMessage": "schedlog.runtime",

@@ -10,7 +10,8 @@ from typing import Any, Final, TextIO
 
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError
 from schedlog.rules.instants import DAY_MS, days_from_civil, days_in_month
-from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
     "InvalidRequest",
