@@ -85,6 +85,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)
                 and node.value in modules
+                and "." in node.value  # the bare package name is a name, not a module to load
                 and id(node) not in logger_args
             ):
                 targets.add(node.value)
@@ -148,7 +149,7 @@ TIERS: Final[tuple[frozenset[str], ...]] = tuple(
     frozenset("schedlog" if name == "__init__" else f"schedlog.{name}" for name in tier.split())
     for tier in (
         # leaves: they import nothing of the package
-        "_crashpoints _lazy absent clock errors files protocols strictjson",
+        "_crashpoints _lazy absent clock errors files protocols strictjson tool_args",
         "rules",
         "framing tool_schemas",  # the framing texts and the tool schemas: rules only
         "eventlog",
