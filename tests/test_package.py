@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import email
 import importlib.util
-import os
 import subprocess
 import sys
 import tarfile
@@ -22,17 +21,15 @@ import pytest
 
 import schedlog
 from schedlog.about import DOCS_URL, docs_url, package_version, version_line
+from tests.missing import missing
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _require_tools() -> None:
-    missing = [m for m in ("build", "twine", "hatchling") if importlib.util.find_spec(m) is None]
-    if missing:
-        message = f"{', '.join(missing)} not installed: pip install -e '.[dev]'"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI=true: the package build must be checked)")
-        pytest.skip(message)
+    absent = [m for m in ("build", "twine", "hatchling") if importlib.util.find_spec(m) is None]
+    if absent:
+        missing("build tools", f"{', '.join(absent)} not installed")
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.missing import missing
+
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "contrib" / "schedlog.service"
 INSTALLED = "/opt/schedlog/.venv/bin/schedlog"
@@ -35,7 +37,7 @@ def verify(unit_text: str, tmp_path: Path) -> str:
     to exist."""
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
-        pytest.skip("systemd-analyze not found (apt-get install systemd): unit not verified")
+        missing("systemd-analyze", "systemd-analyze not found: the unit is not verified")
     here = Path(sys.executable).parent / "schedlog"
     path = tmp_path / "schedlog.service"
     path.write_text(unit_text.replace(INSTALLED, str(here)), "utf-8")

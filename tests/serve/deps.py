@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 
-import pytest
+from tests.missing import missing
 
 
 def require_serve() -> None:
@@ -16,6 +16,4 @@ def require_serve() -> None:
         except ImportError:
             if os.environ.get("CI") == "true":
                 raise
-            pytest.skip(
-                f"{name} is not installed: pip install -e '.[serve]'", allow_module_level=True
-            )
+            missing("serve extra", f"{name} is not installed", module=True)
