@@ -2,7 +2,8 @@
 
 The public names are importable from here. They load lazily (PEP 562), so ``import schedlog``
 and the command line stay cheap: the host service and the asyncio runtime are imported only
-when one of their names is first used.
+when one of their names is first used. ``__version__`` (the installed distribution's version,
+:func:`schedlog.about.package_version`) is one of them: the package metadata is read on first use.
 
 :data:`_LAZY` is the one table of the public names (name -> module); ``__all__`` is derived
 from it and the four eagerly imported errors. The ``TYPE_CHECKING`` imports repeat the table for
@@ -25,6 +26,7 @@ from schedlog.errors import ScheduleInputError as ScheduleInputError
 from schedlog.errors import StoreOpenError as StoreOpenError
 
 if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-export)
+    from schedlog._version import __version__ as __version__
     from schedlog.clock import Clock as Clock
     from schedlog.eventlog import Header as Header
     from schedlog.eventlog import LogEvent as LogEvent
@@ -95,6 +97,7 @@ _LAZY: Final[dict[str, str]] = {
     "SystemClock": "schedlog.runtime",
     "TaskStore": "schedlog.host.store",
     "VirtualClock": "schedlog.runtime",
+    "__version__": "schedlog._version",
     "batch_framing": "schedlog.framing",
     "build_followup": "schedlog.eventlog",
     "build_host_record": "schedlog.rules.records",

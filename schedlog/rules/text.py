@@ -22,6 +22,7 @@ __all__ = [
     "json_bytes",
     "json_int",
     "printable",
+    "shown_value",
     "utf16_len",
 ]
 
@@ -83,6 +84,17 @@ def json_int(value: object) -> int | None:
 # -------------------------------------------------------------------
 
 _encode = msgspec.json.Encoder().encode
+
+
+#: The longest value a message shows whole (:func:`shown_value`).
+SHOWN_MAX: Final = 64
+
+
+def shown_value(value: str) -> str:
+    """``value`` as a JSON string for an error message, cut to 64 characters (then ``…``)."""
+    if len(value) <= SHOWN_MAX:
+        return js_dumps(value)
+    return js_dumps(value[:SHOWN_MAX]) + "\u2026"
 
 
 def js_dumps(value: Any) -> str:

@@ -12,13 +12,12 @@ from typing import Any
 
 from tests.host.helpers import T0
 from tests.web.conftest import ConsoleLog, open_context, signed_in_url
-from tests.web.harness import TOKEN, Live, require_playwright
+from tests.web.harness import TOKEN, Live
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # without Playwright the module skips (and fails under CI=true)
-    require_playwright()
-    raise
+except ImportError:  # each test skips in its `browser` fixture (and fails under CI=true)
+    expect = None  # type: ignore[assignment]
 
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
