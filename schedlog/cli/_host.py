@@ -34,6 +34,7 @@ from schedlog.cli.run_log import (
     started_message,
     stopped_message,
 )
+from schedlog.clock import Clock
 from schedlog.diagnostics import sent_fields
 from schedlog.errors import StoreOpenError
 from schedlog.host.backends import Backend, open_store, select_backend
@@ -45,7 +46,7 @@ from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
 from schedlog.host.store import TaskStore
 from schedlog.host.tools import TOOL_NAMES, HostTools
-from schedlog.runtime.interfaces import Clock
+from schedlog.rules.text import printable
 
 __all__ = [
     "BatchClock",
@@ -287,7 +288,8 @@ def _open_for_read(args: argparse.Namespace) -> TaskStore | None:
         return None
 
 
-def _table(rows: list[list[str]], header: list[str]) -> str:
+def _table(cells: list[list[str]], header: list[str]) -> str:
+    rows = [[printable(c) for c in r] for r in cells]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
     return "\n".join(line.rstrip() for line in lines)

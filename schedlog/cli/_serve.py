@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -204,7 +205,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 f"host serve --deliver-to on a postgresql:// store needs --token-file PATH or "
                 f"{TOKEN_ENV} (there is no file beside a database URL to keep the token in)"
             )
-        token, token_file = load_token(args.token_file or token_path(beside or args.store))
+        given = Path(args.token_file) if args.token_file is not None else None
+        token, token_file = load_token(given or token_path(beside or args.store))
     except TokenError as exc:
         return _fail(exc.code, str(exc))
     secret: bytes | None = None

@@ -26,6 +26,7 @@ from sortedcontainers import SortedList
 
 from schedlog._crashpoints import crashpoint
 from schedlog.absent import ABSENT
+from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.delivery_plan import plan_delivery
 from schedlog.diagnostics import failure_fields, recovered_fields
 from schedlog.errors import ScheduleError
@@ -36,6 +37,7 @@ from schedlog.host.claims import ClaimingStore
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered, Group, commit_member, occurrence, plan_groups
 from schedlog.host.history import check_limit, history_page
+from schedlog.host.limits import SeenSessions, check_session_id
 from schedlog.host.retry import Backoff
 from schedlog.host.sessions import SessionController, SessionHandle
 from schedlog.host.store import StoredTask, TaskStore
@@ -45,8 +47,6 @@ from schedlog.rules.decide import Decision
 from schedlog.rules.record import Record
 from schedlog.rules.records import build_record, validate_host_create_args
 from schedlog.rules.update import UpdateResult, resolve_update
-from schedlog.runtime.clock import MAX_WAIT_MS
-from schedlog.runtime.interfaces import Clock
 
 __all__ = [
     "CHANGED",
@@ -71,7 +71,6 @@ MAX_TIMER_BACKOFF_MS: Final = 5_000
 MSG_BARRIER: Final = "Session persistence did not acknowledge the reminder"
 MSG_STOPPING: Final = "Schedule service is stopping"
 MSG_LEASE_LOST: Final = "Another host took over the claim of these reminders"
-MSG_SESSION_ID: Final = "A schedule task needs a non-empty session id"
 
 _log = structlog.get_logger("schedlog.host")
 T = TypeVar("T")
@@ -146,7 +145,7 @@ class HostCore:
         self._listeners: list[Callable[[str], None]] = []
         self._change_listeners: list[ChangeListener] = []
         self.drive_requested: Callable[[], None] = lambda: None
-        self._touched: set[str] = set()
+        self._touched = SeenSessions()  # bounded (docs/http-api.md#limits)
 
     # --- index and notifications ---------------------------------------------------------
 
@@ -223,10 +222,10 @@ class HostCore:
     # ----------------------------------------------------
 
     def touch_session(self, session_id: str) -> None:
-        """Emit the legacy warnings the first time a session is opened in this host's life."""
-        if session_id in self._touched:
+        """Emit the legacy warnings the first time a session is opened (among the
+        :data:`~schedlog.host.limits.SEEN_SESSIONS` sessions seen last)."""
+        if not self._touched.first_sight(session_id):
             return
-        self._touched.add(session_id)
         try:
             count = self.sessions.legacy_reminders(session_id)
         except Exception as exc:  # the session opens whatever its history holds
@@ -832,15 +831,13 @@ class HostService:
         """Create a task (docs/protocol.md#host-tools); raises :class:`ScheduleInputError` for
         invalid input."""
         self._check_open()
+        # docs/http-api.md#limits: also keeps a task that would refuse the whole store at the
+        # next open (an empty sessionId, docs/protocol.md#task-document) from being written.
+        check_session_id(session_id)
         request = validate_host_create_args(args)  # parsed once; built from the typed request
         task_id = self.task_ids()
         now = self.clock.now_ms()  # before queueing: a create may already be due when it lands
         record = build_record(request, id=task_id, now=now)
-        if type(session_id) is not str or not session_id:
-            # A task's sessionId must be a non-empty string (docs/protocol.md#task-document):
-            # writing one that is not would leave a task that refuses the whole store at the next
-            # open.
-            raise ScheduleError("internal_error", MSG_SESSION_ID)
         task = new_task(session_id, record)
         await self._insert(task)
         return record
@@ -1099,3 +1096,11 @@ class HostService:
             self._writer.shutdown(wait=True)
         self.core.store.close()
         self._closed = True
+
+    async def __aenter__(self) -> HostService:
+        """The open service (it starts when constructed, inside the running loop)."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """:meth:`aclose`."""
+        await self.aclose()

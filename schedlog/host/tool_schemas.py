@@ -16,7 +16,12 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST
-from schedlog.rules.records import HOST_SELECTORS, MAX_EVERY_SECONDS, TITLE_MAX_UNITS
+from schedlog.rules.records import (
+    HOST_SELECTORS,
+    MAX_EVERY_SECONDS,
+    PROMPT_MAX_UNITS,
+    TITLE_MAX_UNITS,
+)
 from schedlog.tool_schemas import (
     AfterSeconds,
     AtString,
@@ -77,7 +82,15 @@ TitleArg = Annotated[
         )
     ),
 ]
-PromptArg = Annotated[str, Meta(description="What to remind about; non-empty after trimming.")]
+PromptArg = Annotated[
+    str,
+    Meta(
+        description=(
+            "What to remind about; non-empty after trimming and at most "
+            f"{PROMPT_MAX_UNITS} characters."
+        )
+    ),
+]
 EverySecondsArg = Annotated[
     int,
     Meta(

@@ -19,6 +19,7 @@ from schedlog.protocols import HOST
 from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST, check_every_seconds
 from schedlog.rules.records import check_prompt, check_title
 from schedlog.rules.text import is_trimmed
+from schedlog.tool_args import arguments_value
 
 __all__ = ["INTERNAL_ERROR", "TOOL_NAMES", "HostTools"]
 
@@ -59,10 +60,14 @@ class HostTools:
         self.service = service
 
     async def call(self, name: str, session_id: str, args: object) -> Any:
-        """Run tool ``name`` for ``session_id``; errors come back as values."""
+        """Run tool ``name`` for ``session_id``; errors come back as values, arguments that are
+        not an object as ``invalid_arguments``. Raises :class:`KeyError` for an unknown name."""
         if name not in TOOL_NAMES:
             raise KeyError(name)
         tool: Callable[[str, Any], Awaitable[Any]] = getattr(self, name)
+        refused = arguments_value(name, args)
+        if refused is not None:
+            return refused
         try:
             self.service.core.touch_session(session_id)
             return await tool(session_id, args)

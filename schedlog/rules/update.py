@@ -28,7 +28,7 @@ from schedlog.rules.decide import (
 from schedlog.rules.instants import is_representable
 from schedlog.rules.record import Record
 from schedlog.rules.records import (
-    check_prompt,
+    check_host_prompt,
     check_title,
     decode_host_record,
     parse_cron_selector,
@@ -185,7 +185,7 @@ def resolve_update(
         return UpdateResult(updated=False, record=None, code="schedule_conflict")
 
     new_title = current.title if isinstance(title, Absent) else check_title(title)
-    new_prompt = current.prompt if isinstance(prompt, Absent) else check_prompt(prompt)
+    new_prompt = current.prompt if isinstance(prompt, Absent) else check_host_prompt(prompt)
     rebuilt: Record | None = None
     if isinstance(change, Absent):
         _check_now(now)

@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Route
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
 from schedlog.host.tools import HostTools
+from schedlog.mcp.http import MCP_PATH, McpMount
 from schedlog.serve import routes
 from schedlog.serve.auth import Guard
 from schedlog.serve.catalog_index import index_for
@@ -125,6 +126,7 @@ def build_app(
 ) -> Starlette:
     """The ASGI application; ``opener`` runs in the lifespan, inside the server's loop."""
     state = ServeState()
+    mcp = McpMount()  # the MCP endpoint (docs/agents.md#http)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -136,7 +138,8 @@ def build_app(
         if host.retry_state is not None:
             state.retry_state = host.retry_state
         try:
-            yield
+            async with mcp.serving(host.service):
+                yield
         finally:
             state.hub.close()
             if state.catalog is not None:
@@ -157,7 +160,7 @@ def build_app(
         )
     middleware.append(Middleware(Guard, token=token, hosts=hosts))
     app = Starlette(
-        routes=_routes(),
+        routes=[*_routes(), Route(MCP_PATH, mcp)],
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={

@@ -32,7 +32,7 @@ from tests import pg
 from tests.host.helpers import T0, MemorySessions, task
 from tests.pg import sql
 
-psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
+psycopg = pg.require_psycopg()
 
 from schedlog.host.pg_schema import SCHEMA_VERSION  # noqa: E402
 from schedlog.host.store_postgres import (  # noqa: E402
