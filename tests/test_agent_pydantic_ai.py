@@ -18,9 +18,9 @@ import pytest
 
 from schedlog.framing import FramedReminder, single_framing
 from schedlog.rules.instants import parse_canonical_instant
-from schedlog.rules.text import loads_strict
 from schedlog.runtime import VirtualClock
 from schedlog.runtime.tool_schemas import tool_schemas
+from schedlog.strictjson import loads_strict
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agent_pydantic_ai.py"
 

@@ -34,6 +34,7 @@ from schedlog.cli.run_log import (
     started_message,
     stopped_message,
 )
+from schedlog.clock import Clock
 from schedlog.diagnostics import sent_fields
 from schedlog.errors import StoreOpenError
 from schedlog.host.backends import Backend, open_store, select_backend
@@ -46,7 +47,6 @@ from schedlog.host.sessions import SessionsDirectory
 from schedlog.host.store import TaskStore
 from schedlog.host.tools import TOOL_NAMES, HostTools
 from schedlog.rules.text import printable
-from schedlog.runtime.interfaces import Clock
 
 __all__ = [
     "BatchClock",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from schedlog._lazy import lazy_command
+from schedlog.about import docs_url
 from schedlog.cli.host_cmd import store_args
 
 __all__ = ["register"]
@@ -21,7 +22,7 @@ def register(sub: Any) -> None:
     """Add ``mcp`` to the ``schedlog`` parsers."""
     mcp = sub.add_parser(
         "mcp",
-        help="serve the tools to an MCP client over stdio (docs/agents.md)",
+        help=f"serve the tools to an MCP client over stdio ({docs_url('agents.md#stdio')})",
         description=(
             "Serve schedlog's tools over the Model Context Protocol on stdin/stdout, for one "
             "conversation: an MCP client starts this command as its server. With --store, "

@@ -28,7 +28,8 @@ from schedlog.eventlog.events import (
 )
 from schedlog.eventlog.fastline import summary_line
 from schedlog.eventlog.header import Header, decode_header
-from schedlog.rules.text import DuplicateKeyError, JSONSyntaxError, js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
+from schedlog.strictjson import DuplicateKeyError, JSONSyntaxError, loads_strict
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -247,7 +248,7 @@ def reference_line(raw: bytes, line_no: int) -> Header | LogEvent:
     (:mod:`schedlog.eventlog.fastline`, :mod:`schedlog.invariant.fastcheck`), which fall back
     to it for every line they are not sure of.
 
-    The line must be strict JSON (:func:`schedlog.rules.text.loads_strict`: UTF-8, no NaN or
+    The line must be strict JSON (:func:`schedlog.strictjson.loads_strict`: UTF-8, no NaN or
     Infinity token, no key given twice), with one exception: after line 1, a key given twice
     inside the ``data`` of an event whose type is neither ``schedule/change`` nor
     ``message/followup`` is allowed, and the last value counts, as with ``JSON.parse``

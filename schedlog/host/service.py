@@ -26,6 +26,7 @@ from sortedcontainers import SortedList
 
 from schedlog._crashpoints import crashpoint
 from schedlog.absent import ABSENT
+from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.delivery_plan import plan_delivery
 from schedlog.diagnostics import failure_fields, recovered_fields
 from schedlog.errors import ScheduleError
@@ -46,8 +47,6 @@ from schedlog.rules.decide import Decision
 from schedlog.rules.record import Record
 from schedlog.rules.records import build_record, validate_host_create_args
 from schedlog.rules.update import UpdateResult, resolve_update
-from schedlog.runtime.clock import MAX_WAIT_MS
-from schedlog.runtime.interfaces import Clock
 
 __all__ = [
     "CHANGED",

@@ -36,7 +36,8 @@ from schedlog.errors import StoreOpenError
 from schedlog.host.pg_schema import MIGRATION_LOCK, MIGRATIONS, NOTIFY_CHANNEL, SCHEMA_VERSION
 from schedlog.host.store import StoredTask, StoreWriteError
 from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
-from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
     "InvalidRow",

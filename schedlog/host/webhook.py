@@ -22,11 +22,11 @@ from typing import Any, Final
 
 import httpx
 
+from schedlog.clock import Clock
 from schedlog.eventlog.followups import Member
 from schedlog.host.service import Outgoing
 from schedlog.rules.instants import format_instant
 from schedlog.rules.text import json_bytes
-from schedlog.runtime.interfaces import Clock
 
 __all__ = [
     "SIGNATURE_HEADER",

@@ -42,7 +42,7 @@ from schedlog.fold.state import FoldState
 from schedlog.invariant.checker import check
 from schedlog.invariant.fastopen import read_for_open_fd
 from schedlog.invariant.log_open import open_log_file
-from schedlog.rules.text import JSONSyntaxError, loads_strict
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = ["LogAppender"]
 

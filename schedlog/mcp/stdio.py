@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from mcp.server.stdio import stdio_server
 
+from schedlog.clock import Clock
 from schedlog.host.backends import Backend, open_store
 from schedlog.host.config import Retention
 from schedlog.host.service import HostService
@@ -22,7 +23,7 @@ from schedlog.host.sessions import SessionsDirectory
 from schedlog.mcp.backends import HostBackend, SessionBackend
 from schedlog.mcp.server import ReminderServer
 from schedlog.runtime.engine import SessionEngine
-from schedlog.runtime.interfaces import Clock, FollowupMessage
+from schedlog.runtime.interfaces import FollowupMessage
 from schedlog.runtime.session_file import FileSession, default_session_id
 
 __all__ = ["run_stdio", "serve_host", "serve_log"]

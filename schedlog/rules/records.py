@@ -38,6 +38,7 @@ from schedlog.rules.text import (
     is_trimmed,
     js_trim,
     json_int,
+    shown_value,
     utf16_len,
 )
 
@@ -74,6 +75,7 @@ __all__ = [
     "check_title",
     "decode_host_record",
     "decode_legacy_record",
+    "json_type",
     "parse_cron_selector",
     "record_from_json",
     "typed_texts_ok",
@@ -100,6 +102,7 @@ MSG_HOST_SELECTOR: Final = (
     " or cron."
 )
 MSG_CRON_SHAPE: Final = "cron must be an object with exactly expression and time_zone."
+_CRON_EXAMPLE: Final = '{"cron": {"expression": "0 9 * * 1-5", "time_zone": "Europe/Berlin"}}'
 
 SESSION_SELECTORS: Final = ("after_seconds", "at", "every_seconds")
 HOST_SELECTORS: Final = ("after_seconds", "at", "every_seconds", "daily", "weekly", "cron")
@@ -340,12 +343,44 @@ def check_title(value: object) -> str:
 def _only_selector(
     args: object, allowed: frozenset[str], selectors: tuple[str, ...], message: str
 ) -> tuple[dict[object, object], Selector]:
-    if not isinstance(args, dict) or not args.keys() <= allowed:
-        raise ScheduleInputError("invalid_selector", message)
+    """The arguments and their one selector, else ``invalid_selector``: the recommended
+    ``message``, then what was wrong (the arguments' JSON type, the unknown keys, or the
+    selectors given)."""
+    if not isinstance(args, dict):
+        raise ScheduleInputError("invalid_selector", f"{message} {_not_object('arguments', args)}")
+    unknown = [key for key in args if key not in allowed]
+    if unknown:
+        names = ", ".join(_shown_key(key) for key in unknown[:5])
+        detail = f"Unknown key{'s' * (len(unknown) > 1)}: {names}."
+        if "time_zone" in unknown:
+            detail += " A time_zone goes inside its selector: " + _CRON_EXAMPLE + "."
+        raise ScheduleInputError("invalid_selector", f"{message} {detail}")
     present = [key for key in selectors if key in args]
     if len(present) != 1:
-        raise ScheduleInputError("invalid_selector", message)
+        given = f"Got {', '.join(present)}." if present else "Got none."
+        raise ScheduleInputError("invalid_selector", f"{message} {given}")
     return args, cast(Selector, present[0])
+
+
+def json_type(value: object) -> str:
+    """The JSON type name of a decoded value, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _not_object(what: str, value: object) -> str:
+    return f"The {what} must be a JSON object, not {json_type(value)}."
+
+
+def _shown_key(key: object) -> str:
+    return shown_value(key) if isinstance(key, str) else repr(key)
 
 
 def _check_numeric(selector: Selector, value: object, every_minimum: int) -> object:
@@ -388,8 +423,13 @@ def validate_host_create_args(args: object) -> CreateRequest:
 def parse_cron_selector(value: object) -> tuple[CronRule, Zone, str]:
     """A ``cron`` selector ``{"expression","time_zone"}`` (docs/rules.md#cron): the parsed rule, the
     zone and its canonical name. The expression is checked before the zone."""
-    if not isinstance(value, dict) or value.keys() != _CRON_KEYS:
-        raise ScheduleInputError("invalid_rule", MSG_CRON_SHAPE)
+    if not isinstance(value, dict):
+        shown = f": {shown_value(value)}" if isinstance(value, str) else ""
+        detail = f"Got {json_type(value)}{shown}. Example: {_CRON_EXAMPLE}."
+        raise ScheduleInputError("invalid_rule", f"{MSG_CRON_SHAPE} {detail}")
+    if value.keys() != _CRON_KEYS:
+        keys = ", ".join(_shown_key(key) for key in list(value)[:5]) or "none"
+        raise ScheduleInputError("invalid_rule", f"{MSG_CRON_SHAPE} Got keys: {keys}.")
     rule = _cron.parse_cron(value["expression"])
     zone, canonical = _zones.check_time_zone(value["time_zone"])
     return rule, zone, canonical

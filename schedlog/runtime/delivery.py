@@ -19,6 +19,7 @@ from typing import Final, Literal
 import structlog
 
 from schedlog._crashpoints import crashpoint
+from schedlog.clock import Clock
 from schedlog.delivery_plan import plan_delivery
 from schedlog.diagnostics import failure_fields, instant_field, recovered_fields
 from schedlog.errors import CorruptScheduleError
@@ -32,7 +33,6 @@ from schedlog.rules.instants import is_representable
 from schedlog.rules.record import Record
 from schedlog.runtime.interfaces import (
     Agent,
-    Clock,
     FollowupMessage,
     SessionLog,
     SessionLogContractError,

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from schedlog.runtime.interfaces import Agent, Clock, SessionLog
+from schedlog.clock import Clock
+from schedlog.runtime.interfaces import Agent, SessionLog
 from schedlog.runtime.owner import LiveOwner
 from schedlog.runtime.queue import SerialQueue
 from schedlog.runtime.tools import SessionTools, ToolValue, precheck_create, precheck_delete

@@ -7,7 +7,8 @@ right methods fits:
   and the durability barrier ``flush`` (docs/protocol.md#durability);
 * :class:`Agent`: the agent loop: ``claim_maintenance``, ``when_idle``, ``followup`` and idle
   notifications;
-* :class:`Clock`: the wall clock in epoch milliseconds (UTC) and sleeping until a deadline.
+* a :class:`~schedlog.clock.Clock`: the wall clock in epoch milliseconds (UTC) and sleeping
+  until a deadline (defined in :mod:`schedlog.clock`, below both engines).
 
 :class:`FollowupMessage` is what the engine hands to ``Agent.followup``. The reference
 implementations are :class:`schedlog.runtime.session_file.FileSession` (log and agent over one
@@ -25,7 +26,6 @@ from schedlog.eventlog.followups import Member
 
 __all__ = [
     "Agent",
-    "Clock",
     "FollowupMessage",
     "LogHeader",
     "MaintenanceClaim",
@@ -141,13 +141,3 @@ class Agent(Protocol):
     def followup(self, message: FollowupMessage) -> None: ...
 
     def subscribe_idle(self, callback: Callable[[], None]) -> Callable[[], None]: ...
-
-
-class Clock(Protocol):
-    """The wall clock. ``now_ms()`` is one clock sample in epoch ms (it may jump either way);
-    ``sleep_until(deadline_ms)`` returns at or after the deadline, or earlier (the caller
-    re-reads the clock after every wake, docs/concepts.md#live-owner)."""
-
-    def now_ms(self) -> int: ...
-
-    async def sleep_until(self, deadline_ms: int) -> None: ...

@@ -25,9 +25,9 @@ import contextlib
 from collections.abc import Callable
 from typing import Literal
 
+from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE
 from schedlog.fold.incremental import FoldCursor
-from schedlog.runtime.clock import MAX_WAIT_MS
 from schedlog.runtime.delivery import (
     Outcome,
     decide_now,
@@ -37,7 +37,7 @@ from schedlog.runtime.delivery import (
     post_dispatch,
     preflight,
 )
-from schedlog.runtime.interfaces import Agent, Clock, SessionLog
+from schedlog.runtime.interfaces import Agent, SessionLog
 from schedlog.runtime.queue import SerialQueue
 
 __all__ = ["LiveOwner", "OwnerState"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
+from schedlog.clock import Clock
 from schedlog.errors import (
     INTERNAL_MESSAGE,
     CorruptScheduleError,
@@ -26,7 +27,7 @@ from schedlog.invariant import check
 from schedlog.protocols import SESSION_LOCAL
 from schedlog.rules.records import build_session_record, validate_session_create_args
 from schedlog.rules.text import is_trimmed
-from schedlog.runtime.interfaces import Clock, SessionLog, SessionLogContractError, check_events
+from schedlog.runtime.interfaces import SessionLog, SessionLogContractError, check_events
 
 __all__ = [
     "CORRUPT_MESSAGE",

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 import msgspec
 
+from schedlog.about import docs_url, package_version
 from schedlog.host.tool_schemas import (
     RESULT_TYPES,
     TOOLS,
@@ -318,8 +319,8 @@ def openapi() -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "schedlog host",
-            "version": "1",
-            "description": "The schedlog host service over HTTP (docs/http-api.md).",
+            "version": package_version(),
+            "description": f"The schedlog host service over HTTP ({docs_url('http-api.md')}).",
         },
         "servers": [{"url": "/"}],
         "paths": paths,

@@ -26,7 +26,7 @@ ASSETS: Final = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "api.js": "text/javascript; charset=utf-8",
-    "describe.js": "text/javascript; charset=utf-8",
+    "times.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
 #: The paths of the page: no token needed (the page asks for one), the ``Host`` check applies.

@@ -14,7 +14,7 @@ from typing import Any, get_type_hints, is_typeddict
 
 import pytest
 
-from schedlog.rules.text import loads_strict
+from schedlog.strictjson import loads_strict
 
 RUNNER = "import sys\nfrom schedlog.cli.main import main\nsys.exit(main())\n"
 PROTOCOLS = ["host", "session-local"]

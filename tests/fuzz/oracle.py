@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeVar
 
 from schedlog.errors import ScheduleError
-from schedlog.rules.text import js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
+from schedlog.strictjson import loads_strict
 
 T = TypeVar("T")
 

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from schedlog.rules.text import js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
+from schedlog.strictjson import loads_strict
 from tests.serve.deps import require_modules
 
 RUNNER = "import sys\nfrom schedlog.cli.main import main\nsys.exit(main())\n"

@@ -12,8 +12,8 @@ from schedlog.host.backends import open_store
 from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
 from schedlog.mcp.http import McpMount
-from schedlog.rules.text import loads_strict
 from schedlog.runtime.clock import VirtualClock
+from schedlog.strictjson import loads_strict
 
 
 async def _call(app: Any) -> tuple[int, Any]:

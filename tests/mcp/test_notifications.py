@@ -171,7 +171,7 @@ def test_the_live_owner_delivers_while_the_session_local_tools_are_served(tmp_pa
     """``schedlog mcp --log``: a reminder due in one second (the real clock: the server is
     another process) is delivered into the log by the live owner while the client is
     connected, and the delivery is notified. The wait is for the event, bounded."""
-    from schedlog.rules.text import loads_strict
+    from schedlog.strictjson import loads_strict
 
     log = tmp_path / "chat-1.jsonl"
 

@@ -62,8 +62,9 @@ from schedlog.host.sessions import (
 from schedlog.host.store_sqlite import SCHEMA
 from schedlog.invariant.appender import LogAppender
 from schedlog.rules.instants import format_instant
-from schedlog.rules.text import JSONSyntaxError, js_dumps, js_trim, loads_strict
+from schedlog.rules.text import js_dumps, js_trim
 from schedlog.runtime.batch import BatchSession
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 from tests.runtime.helpers import ms
 
 NOW = "2026-05-01T08:00:00Z"

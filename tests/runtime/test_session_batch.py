@@ -176,7 +176,7 @@ def test_tool_errors_are_values_inside_ok_and_bad_requests_are_invalid_request(
     )
     assert out == [
         '{"ok":{"code":"invalid_selector","message":"schedule_create accepts exactly one of '
-        'after_seconds, at, or every_seconds."}}',
+        'after_seconds, at, or every_seconds. Unknown key: \\"title\\"."}}',
         '{"ok":{"code":"invalid_prompt","message":"prompt must be non-empty after trimming."}}',
         '{"ok":{"code":"frequency_too_high","message":"every_seconds must be at least 300."}}',
         '{"ok":{"code":"not_future","message":"The scheduled time must be strictly in the '

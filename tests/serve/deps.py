@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 
-import pytest
+from tests.missing import missing
 
 
 def require_modules(names: tuple[str, ...], extra: str) -> None:
@@ -17,9 +17,7 @@ def require_modules(names: tuple[str, ...], extra: str) -> None:
         except ImportError:
             if os.environ.get("CI") == "true":
                 raise
-            pytest.skip(
-                f"{name} is not installed: pip install -e '.[{extra}]'", allow_module_level=True
-            )
+            missing(f"{extra} extra", f"{name} is not installed", module=True)
 
 
 def require_serve() -> None:
