@@ -10,13 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schedlog.errors import ScheduleError, ScheduleInputError
+from schedlog.errors import ScheduleInputError
 from schedlog.rules.decide import target_after_target
 from schedlog.rules.instants import MAX_MS, MIN_MS
 from schedlog.rules.pause import MSG_PAUSED_AT, MSG_RESUMED_AT, resume_target
 from schedlog.rules.record import Record
-from schedlog.rules.records import build_host_record
 from tests.rules.test_decide import ALL_KINDS, T0, cron, daily, iso, ms, record, weekly
+from tests.rules.test_target_after_target import _record as build
+from tests.rules.test_target_after_target import rules as recurring
+from tests.rules.test_target_after_target import starts as created
 
 
 def resumed(rec: Record, paused: str, resumed_at: str) -> str | None:
@@ -133,45 +135,13 @@ def test_instants_must_be_representable(rec: Record, bad: int) -> None:
 
 # --- properties --------------------------------------------------------------------------------
 
-START = ms("2026-03-01T00:00:00.000Z")
-ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kathmandu"]
-recurring = st.one_of(
-    st.builds(
-        lambda e, z: {"cron": {"expression": e, "time_zone": z}},
-        st.sampled_from(["*/15 9-17 * * 1-5", "30 2 * * *", "0 0 29 2 *", "0 12 1 * *"]),
-        st.sampled_from(ZONES),
-    ),
-    st.builds(
-        lambda t, z: {"daily": {"time": t, "time_zone": z}},
-        st.sampled_from(["02:30:00", "01:30:00", "00:00:00", "23:59:59.999"]),
-        st.sampled_from(ZONES),
-    ),
-    st.builds(
-        lambda t, z, d: {"weekly": {"time": t, "time_zone": z, "weekdays": d}},
-        st.sampled_from(["02:30:00", "09:00:00"]),
-        st.sampled_from(ZONES),
-        st.lists(st.integers(1, 7), min_size=1, max_size=3, unique=True),
-    ),
-    st.builds(lambda s: {"every_seconds": s}, st.sampled_from([60, 3600, 86_400, 7 * 86_400])),
-)
 one_shots = st.one_of(
     st.builds(lambda s: {"after_seconds": s}, st.integers(1, 400 * 86_400)),
     st.builds(lambda s: {"at": s}, st.sampled_from(["2026-06-01T00:00:00Z", "2027-03-28T01:30Z"])),
 )
-created = st.one_of(
-    st.integers(0, 2 * 365 * 86_400).map(lambda s: START + s * 1000),
-    st.integers(0, 20 * 86_400).map(lambda s: MAX_MS - s * 1000),  # near the end of time
-)
 #: seconds from the committed target to the pause, and from the pause to the resume
 offsets = st.integers(-3 * 86_400, 20 * 86_400)
 lengths = st.integers(0, 60 * 86_400)
-
-
-def build(rule: dict[str, Any], now: int) -> Record | None:
-    try:
-        return build_host_record({"prompt": "p", "title": "t", **rule}, id="r", now=now)
-    except ScheduleError:
-        return None  # no target from there
 
 
 def first_after_unpaused(rec: Record, instant: int) -> int | None:
