@@ -11,21 +11,52 @@ mutated and broken logs.
 
 How a chunk of complete lines is taken (``_Chunk.take``), all or nothing:
 
-* the lines become one JSON array (``\\n`` -> ``,``) decoded in one call into envelopes of
-  exactly ``type`` and ``data`` (``data`` kept raw). An empty or blank line, or two values on one
-  line, is a syntax error of the array, so each line is exactly one envelope;
+* the chunk is split at every ``\\n`` and each line is decoded on its own, by one
+  ``msgspec`` decoder call per line (all the lines in one ``map``), into an envelope of exactly
+  ``type`` and ``data`` (``data`` kept raw); see "Lines" below for why the fast path then sees
+  exactly the lines the reference sees;
 * the payloads of the ``schedule/change`` lines are decoded in one more call into typed
   changes, and those of the ``message/followup`` lines into the shape writers emit; integer
   ranges and ``version`` 1 are checked by the decoder;
 * the checks :mod:`schedlog.eventlog._fastline` makes line by line are made for the whole
-  chunk: the chunk is UTF-8, no line nests deeper than 200 levels, no integer has 4300
-  digits, and no key is given twice (where it matters) nor a member ``null``, by counting
+  chunk: the chunk is UTF-8, no line nests deeper than 200 levels (the reference refuses
+  about 985, docs/protocol.md#limits), no integer has 4300 digits (the reference refuses
+  4,301), and no key is given twice (where it matters) nor a member ``null``, by counting
   ``:`` bytes. Outside strings a ``:`` only ever ends a key, so each line has at least the
   count its decoded values account for (2 for the envelope, every member of a typed payload,
   the ``:`` inside typed strings and all of an untyped payload's); when the chunk's total is
   that sum, every line has exactly its count. ``\\u003`` (an escaped ``:``, among others) in a
   typed payload sends the chunk to the line-by-line path;
 * the changes are checked (trimmed ids and prompts, titles, canonical instants) and folded.
+
+Lines. The fast path must see the lines the reference sees: the reference splits the log at
+every ``\\n`` byte and nowhere else (``\\r`` is only JSON whitespace) and decodes each line
+alone, as one JSON text. A chunk once became one JSON array, every ``\\n`` turned into ``,``;
+then two events on one line (``{..},{..}``) were two elements and one event over two lines
+(``{"a":1`` / ``"b":2}``) one, and both passed (issue 19). No rewriting of the line ends into
+JSON separators can be made safe: whatever bytes replace a ``\\n``, a line can hold the same
+bytes between two values (a joined line), and the replacement can fall inside a value of a
+line broken in two (inside a string, or between the elements of a nested array or object:
+``\\n`` -> ``],[`` with one-element arrays still takes ``{..}],[{..}`` as two lines and
+``[[1`` / ``2]]`` as one), so one of each in a chunk even keeps the count of values equal to
+the count of lines. So each line is decoded alone: ``msgspec`` decodes exactly one JSON value
+per call and refuses anything after it but JSON whitespace (space, tab, ``\\r``, ``\\n``: the
+same four bytes Python's ``json`` skips), which covers the shapes to review:
+
+* two values on a line, with or without a separator (``,``, ``],[``, a space, a lone
+  ``\\r``), and a line in brackets (``[{..}]``, an array, not an envelope): refused;
+* a value over two lines, broken anywhere (in a string, an array, an object, at a ``[`` or
+  ``]`` at a line edge): each half is an incomplete value, refused;
+* an empty or whitespace-only line (``""``, spaces, tabs, a lone ``\\r``): no value, refused;
+* a NUL: outside strings not JSON, inside one a control character, refused as the
+  reference refuses it (so are a raw ``\\r`` and every other control character in a string);
+* a ``\\r`` before the ``\\n`` (CRLF), or spaces around the value: whitespace for both.
+
+The payloads a line decoded into (``msgspec.Raw``, each a whole JSON value the decoder checked)
+are then joined with ``,`` into arrays (the changes', the follow-ups'): a whole value ends where
+it ends whatever follows it, so such an array has exactly one element per payload.
+``tests/invariant/test_fastcheck_lines.py`` holds every shape above and reframes valid logs at
+random (line ends turned into separators, lines broken in two, both in one chunk).
 
 A chunk that is not taken is read line by line, as the summary read reads it (``_fastline``
 first, the reference decoder for the rest), and folded the same way; a chunk whose count of
@@ -88,9 +119,6 @@ _SHORT_DATA: Final = 380
 _MAX_OPENERS: Final = 198
 _LONG_DATA: Final = 4200
 _LONG_INT: Final = re.compile(rb"[0-9]{4300}")
-#: Ends the array of envelopes (the chunk's last ``\\n`` became a ``,``); dropped after decoding.
-_SENTINEL: Final = b'{"type":"","data":0}]'
-_SENTINEL_COLONS: Final = _SENTINEL.count(b":")
 _NOT_OPENERS: Final = bytes(b for b in range(256) if b not in b"[{\n")
 _UTF8_PIECE: Final = 1 << 14
 _utf8_decode = codecs.utf_8_decode
@@ -203,19 +231,15 @@ class _FollowupLine(
     data: _Followup
 
 
-class _EndLine(msgspec.Struct, tag_field="type", tag="", forbid_unknown_fields=True, gc=False):
-    data: int
-
-
 #: A single-pass decoder is built for at most this many event types.
 _MAX_KINDS: Final = 32
-_TYPED_LINES: Final = frozenset({_ChangeLine, _FollowupLine, _EndLine})
+_TYPED_LINES: Final = frozenset({_ChangeLine, _FollowupLine})
 
 
-def _line_decoder(kinds: frozenset[str]) -> Callable[[bytes], list[Any]]:
-    """The decoder of a chunk of lines of the given types, as one JSON array: every line
-    tagged by its ``type``, a change or follow-up decoded typed, any other payload kept raw."""
-    lines: list[type] = [_ChangeLine, _FollowupLine, _EndLine]
+def _line_decoder(kinds: frozenset[str]) -> Callable[[bytes], Any]:
+    """The decoder of one line of the given types, tagged by its ``type``: a change or
+    follow-up decoded typed, any other payload kept raw."""
+    lines: list[type] = [_ChangeLine, _FollowupLine]
     for number, kind in enumerate(sorted(kinds - _TYPED)):
         lines.append(
             msgspec.defstruct(
@@ -228,11 +252,11 @@ def _line_decoder(kinds: frozenset[str]) -> Callable[[bytes], list[Any]]:
             )
         )
     union = reduce(or_, lines)
-    decode: Callable[[bytes], list[Any]] = msgspec.json.Decoder(list[union]).decode  # type: ignore[valid-type]
+    decode: Callable[[bytes], Any] = msgspec.json.Decoder(union).decode
     return decode
 
 
-_decode_envelopes = msgspec.json.Decoder(list[_Envelope]).decode
+_decode_envelope = msgspec.json.Decoder(_Envelope).decode
 _decode_changes = msgspec.json.Decoder(list[_Create | _Delete | _Dispatch]).decode
 _decode_followups = msgspec.json.Decoder(list[_Followup]).decode
 _decode_datetimes = msgspec.json.Decoder(list[datetime]).decode
@@ -452,45 +476,43 @@ class _Chunk:
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
         self.kinds: frozenset[str] = frozenset()  # the event types seen so far
-        self.decode_lines: Callable[[bytes], list[Any]] | None = None  # for those types
+        self.decode_line: Callable[[bytes], Any] | None = None  # for those types
 
     def take(self, carry: bytes, lines: memoryview) -> None:
         """Check and fold the complete lines ``carry + lines`` (each ends with ``\\n``): in one
         pass when every type is one seen before, else in two, else line by line."""
+        body = b"".join((carry, lines))
         if self.count >= self.start:
-            # The lines as one JSON array (the last '\\n' ends the sentinel's line instead).
-            array = b"".join((b"[", carry, lines, _SENTINEL)).replace(b"\n", b",")
+            rows = body.split(b"\n")  # each line apart, as the reference reads it
+            rows.pop()  # after the last "\n"
             for way in (self._single, self._fast):
                 try:
-                    self.count += way(array)
+                    self.count += way(body, rows)
                     return
                 except _NotTaken:
                     pass
         if self.foreign is not None:
             raise _Invalid  # a tail knows too little to fold line by line: the head does it
-        self._lines(carry + lines)
+        self._lines(body)
 
-    def _single(self, array: bytes) -> int:
+    def _single(self, body: bytes, rows: list[bytes]) -> int:
         """:meth:`_fast` in one decoding pass, with the types seen in earlier chunks."""
-        decode = self.decode_lines
+        decode = self.decode_line
         if decode is None:
             if not self.kinds or len(self.kinds) > _MAX_KINDS:
                 raise _NotTaken
-            decode = self.decode_lines = _line_decoder(self.kinds)
-        if b"\\u003" in array:  # typed payloads have no raw bytes of their own to look at
+            decode = self.decode_line = _line_decoder(self.kinds)
+        if b"\\u003" in body:  # typed payloads have no raw bytes of their own to look at
             raise _NotTaken
         try:
-            lines = decode(array)
+            lines = list(map(decode, rows))
         except (msgspec.DecodeError, RecursionError):
             raise _NotTaken from None
-        lines.pop()
         count = len(lines)
         classes = list(map(type, lines))
-        if _EndLine in classes:  # a line of type ""
-            raise _NotTaken
         # What is left after the envelopes' 2 each, the untyped payloads' and the follow-ups'
         # must be the changes' own.
-        colons = array.count(b":") - _SENTINEL_COLONS - 2 * count
+        colons = body.count(b":") - 2 * count
         others = list(compress(lines, map(not_, map(_TYPED_LINES.__contains__, classes))))
         if others:
             colons -= _check_untyped(list(map(_PAYLOAD, others)))
@@ -507,22 +529,21 @@ class _Chunk:
 
     # -- the chunk at once ------------------------------------------------------------------
 
-    def _fast(self, array: bytes) -> int:
+    def _fast(self, body: bytes, rows: list[bytes]) -> int:
         try:
-            envelopes = _decode_envelopes(array)
+            envelopes = list(map(_decode_envelope, rows))
         except (msgspec.DecodeError, RecursionError):
             raise _NotTaken from None
-        envelopes.pop()
         lines = len(envelopes)
         kinds = list(map(_KIND, envelopes))
         payloads = list(map(_PAYLOAD, envelopes))
         if "" in kinds:
             raise _NotTaken
         if not self.kinds.issuperset(kinds):
-            self.kinds, self.decode_lines = self.kinds.union(kinds), None
+            self.kinds, self.decode_line = self.kinds.union(kinds), None
         # The ':' of the payloads, if every envelope has exactly its two; each part is taken
         # off below, and what is left must be nothing.
-        colons = array.count(b":") - _SENTINEL_COLONS - 2 * lines
+        colons = body.count(b":") - 2 * lines
         changes, followups = _CHANGE in kinds, _FOLLOWUP in kinds
         others = (
             list(compress(payloads, map(not_, map(_TYPED.__contains__, kinds))))

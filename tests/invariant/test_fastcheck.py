@@ -183,9 +183,9 @@ def test_writer_logs_are_taken_a_chunk_at_a_time(events: list[Any], chunk: int, 
     taken = []
     real = _fastcheck._Chunk._fast
 
-    def counted(self: Any, body: bytes) -> int:
+    def counted(self: Any, body: bytes, rows: list[bytes]) -> int:
         taken.append(body)
-        return real(self, body)
+        return real(self, body, rows)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_fastcheck._Chunk, "_fast", counted)
