@@ -19,6 +19,7 @@ from schedlog.host.tool_schemas import (
     ErrorValue,
     UpdateNotApplied,
 )
+from schedlog.host.tools import TOOL_NAMES
 from schedlog.serve import bodies
 from schedlog.serve.bodies import MAX_PAGE
 from schedlog.serve.preview import PreviewBody, PreviewResult
@@ -119,9 +120,10 @@ def _one_of(types: Sequence[Any]) -> dict[str, Any]:
 
 
 def _tool_paths() -> dict[str, Any]:
-    """One POST per tool; each status lists the tool values it can carry."""
+    """One POST per tool the host answers (TOOL_NAMES); each status lists the tool values it
+    can carry."""
     paths: dict[str, Any] = {}
-    for name, (description, params) in TOOLS.items():
+    for name, (description, params) in _served_tools():
         values = [t for t in RESULT_TYPES[name] if t is not ErrorValue]
         refused = [t for t in values if t in (UpdateNotApplied, DeleteResult)]
         success = [t for t in values if t is not UpdateNotApplied]
@@ -142,9 +144,15 @@ def _tool_paths() -> dict[str, Any]:
     return paths
 
 
+def _served_tools() -> list[tuple[str, tuple[str, Any]]]:
+    """The catalog entries of the tools the host dispatches: a tool in the catalog that the
+    host does not answer yet (schedule_pause, schedule_resume) gets no route here."""
+    return [(name, entry) for name, entry in TOOLS.items() if name in TOOL_NAMES]
+
+
 def _tool_types() -> list[Any]:
     out: list[Any] = []
-    for name, (_description, params) in TOOLS.items():
+    for name, (_description, params) in _served_tools():
         out.append(params)
         for alternative in RESULT_TYPES[name]:
             if getattr(alternative, "__origin__", None) is list:

@@ -37,7 +37,13 @@ INPUT_CODES: Final = frozenset(  # docs/errors.md#input-codes
     }
 )
 RESULT_CODES: Final = frozenset(  # docs/errors.md#result-codes
-    {"schedule_not_found", "schedule_ended", "schedule_conflict", "delivery_cursor_not_found"}
+    {
+        "schedule_not_found",
+        "schedule_ended",
+        "schedule_conflict",
+        "delivery_cursor_not_found",
+        "pause_unsupported",
+    }
 )
 STORE_OPEN_CODES: Final = frozenset({"malformed-medium", "version-mismatch", "invalid-record"})
 #: Opening a store another service holds (our addition to the three validation failures).
