@@ -27,7 +27,7 @@ def test_require_psycopg_fails_under_ci_and_skips_elsewhere(
 ) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now raises ImportError
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="under CI=true they must run"):
+    with pytest.raises(pytest.fail.Exception, match="under CI=true these tests must run"):
         pg.require_psycopg()
     monkeypatch.setenv("CI", "false")
     with pytest.raises(pytest.skip.Exception, match="psycopg is not installed"):
