@@ -177,8 +177,7 @@ def require(request: dict[str, Any], key: str, kind: type | tuple[type, ...]) ->
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         from schedlog.rules.records import json_type
 
-        wanted = {dict: "a JSON object", list: "a JSON array", str: "a string"}.get(
-            kind if isinstance(kind, type) else type(None), "another JSON type"
-        )
+        names: dict[type, str] = {dict: "a JSON object", list: "a JSON array", str: "a string"}
+        wanted = names.get(kind, "another JSON type") if isinstance(kind, type) else "another type"
         raise InvalidRequest(f"{key} must be {wanted}, not {json_type(value)}.")
     return value
