@@ -48,7 +48,7 @@ import psycopg
 
 from schedlog.eventlog.reader import read_log
 from schedlog.host.stores.pg_admin import migrate
-from schedlog.host.task import encode_task
+from schedlog.host.task import Task, encode_task
 from schedlog.rules.text import js_dumps
 from tests.host.helpers import task
 
@@ -60,8 +60,11 @@ def with_db(url: str, name: str) -> str:
     return urllib.parse.urlunsplit(urllib.parse.urlsplit(url)._replace(path=f"/{name}"))
 
 
-def populate(url: str, n: int, sessions: int) -> None:
-    template = task("schedule-@ID@", session="s-@S@", after_seconds=60)
+def populate(url: str, n: int, sessions: int, template: Task | None = None) -> None:
+    """``n`` copies of ``template`` (by default a task already due), ``@ID@`` in its id and
+    ``@S@`` in its session replaced by the row number and the row number modulo ``sessions``."""
+    if template is None:
+        template = task("schedule-@ID@", session="s-@S@", after_seconds=60)
     body = js_dumps(encode_task(template))
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(

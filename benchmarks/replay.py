@@ -4,8 +4,17 @@ Run from the repository root (schedlog installed, e.g. ``pip install -e .``)::
 
     python -m benchmarks.replay [--events 200000] [--seed 7] [--repeat 3] [--warmup 1] [--keep DIR]
                                 [--logs heavy-compact,...] [--cache DIR] [--no-upstream]
+    python -m benchmarks.replay --corpus 3000 [--seed 7] [--repeat 3] ...
+    python -m benchmarks.replay --open [--events 200000] [--repeat 3] ...
 
-It writes four session logs of ``--events`` events (after the header) from fixed seeds:
+``--corpus N`` instead writes a folder of N small valid logs (20-200 chat events each, about
+10% schedule changes) and times ``schedlog validate --json DIR`` against one Node process that
+folds every log of the folder and prints each full result (target: at least 3x). ``--open``
+times ``schedlog session batch --log COPY`` answering one ``schedule_list`` (the session open,
+on a fresh copy of the chat-compact log each run) against ``replay --json`` of the same log
+(target: at most 2x replay, and 0.4 s).
+
+By default it writes five session logs of ``--events`` events (after the header) from fixed seeds:
 
 * ``heavy-compact``: mostly ``schedule/change`` events (creates of ``after``, ``at`` and
   ``every`` reminders, ``every`` dispatches with ``acceptedAt``, one-shot dispatches, deletes)
@@ -16,7 +25,10 @@ It writes four session logs of ``--events`` events (after the header) from fixed
 * ``chat-compact``: chat and tool events of 150-600 bytes with nested ``data`` (messages with
   content parts and usage, tool calls with arguments, tool results with output and metadata)
   with about 2% schedule changes and their follow-ups among them;
-* ``chat-spaced``: the same events, spaced.
+* ``chat-spaced``: the same events, spaced;
+* ``many-active``: 85% schedule changes with no cap on the active set (the earliest due
+  reminder is dispatched), so most created reminders are still active at the end: the cost of
+  printing a large result.
 
 Every log is valid, so every process reads and folds all of it. The processes, each run
 ``--repeat`` times interleaved (one of each in turn), medians kept, after ``--warmup`` untimed
@@ -27,19 +39,21 @@ run compile every module again, about 0.07 s on this machine):
 * ``replay``: ``schedlog replay --json --log FILE`` (the installed console script);
 * ``validate``: ``schedlog validate --json FILE``;
 * ``upstream``: Node with ``@deepseek-ai/dsh-schedule@0.1.0-rc.8`` from npm: read the file,
-  ``JSON.parse`` each line, ``foldScheduleEvents(events, header.seedLength)``. The package is
-  installed once into ``--cache`` (default ``~/.cache/schedlog/dsh-schedule-0.1.0-rc.8``, or
-  ``SCHEDLOG_REFERENCE_DIR``); without ``node`` and ``npm`` (or with ``--no-upstream``) this
-  side is skipped with a message;
+  ``JSON.parse`` each line, ``foldScheduleEvents(events, header.seedLength)``, print the whole
+  result (session id, seedLength, active records, seen ids) as ``replay --json`` does. The
+  package is installed once into ``--cache`` (default
+  ``~/.cache/schedlog/dsh-schedule-0.1.0-rc.8``, or ``SCHEDLOG_REFERENCE_DIR``); without
+  ``node`` and ``npm`` (or with ``--no-upstream``) this side is skipped with a message;
 * ``msgspec``: a script that decodes every line with one prebuilt typed
   ``msgspec.json.Decoder`` into a list (no fold, no checks), and ``msgspec-nogc``, the same with
   the collector disabled: the floor for reading the file in Python (heavy logs only; its union
   knows the heavy line shapes).
 
 The active sets of ``replay`` and ``upstream`` must be identical (ids, kinds, prompts and
-targets, in order), and ``validate`` must find the log valid with as many active reminders.
+targets, in order, and the seen ids), and ``validate`` must find the log valid with as many
+active reminders.
 Printed per log: the medians and the ratios ``upstream / replay`` and ``upstream / validate``
-(target: at least 2.0 on every log, by wall time), the same by CPU time (a child's included:
+(target: at least 3.0 on every log, by wall time), the same by CPU time (a child's included:
 ``replay`` and ``validate`` check a long log in two processes on a machine with two cores,
 docs/decisions.md), then a summary.
 """
@@ -47,6 +61,7 @@ docs/decisions.md), then a summary.
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import os
 import random
@@ -197,17 +212,30 @@ print(len(values))
 
 PACKAGE = "@deepseek-ai/dsh-schedule@0.1.0-rc.8"
 
+# The upstream side prints its whole result, as ``replay --json`` does (one JSON line a log).
 UPSTREAM_SCRIPT = """
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { foldScheduleEvents } from '@deepseek-ai/dsh-schedule';
-const lines = readFileSync(process.argv[2], 'utf8').split('\\n');
-lines.pop();
-const header = JSON.parse(lines[0]);
-const events = [];
-for (let i = 1; i < lines.length; i++) events.push(JSON.parse(lines[i]));
-const folded = foldScheduleEvents(events, header.seedLength);
-process.stdout.write(JSON.stringify(folded.active.map(
-  (r) => [r.id, r.kind, r.prompt, r.scheduledAt])) + '\\n');
+function replay(path) {
+  const lines = readFileSync(path, 'utf8').split('\\n');
+  lines.pop();
+  const header = JSON.parse(lines[0]);
+  const events = [];
+  for (let i = 1; i < lines.length; i++) events.push(JSON.parse(lines[i]));
+  const folded = foldScheduleEvents(events, header.seedLength);
+  return JSON.stringify({sessionId: header.sessionId, seedLength: header.seedLength,
+    active: folded.active, seenIds: folded.seenIds}) + '\\n';
+}
+const target = process.argv[2];
+if (statSync(target).isDirectory()) {
+  const out = [];
+  for (const name of readdirSync(target).filter((n) => n.endsWith('.jsonl')).sort())
+    out.push(replay(join(target, name)));
+  process.stdout.write(out.join(''));
+} else {
+  process.stdout.write(replay(target));
+}
 """
 
 TOOLS = ("read_file", "grep", "run_tests", "edit_file", "list_dir", "web_fetch")
@@ -304,12 +332,16 @@ def generate_events(
             "parentSessionId": None,
         }
     ]
-    # heavy: almost every step is schedule activity; chat: about 1 step in 50
-    schedule_rate = 0.97 if shape == "heavy" else 0.014
-    dispatch_rate = 0.15 if shape == "heavy" else 0.45
+    # heavy: almost every step is schedule activity; chat: about 1 step in 50; small: chat
+    # with 1 in 10; many: 85% schedule changes, most reminders never deleted (no cap on the
+    # active set, the earliest due one dispatched)
+    schedule_rate = {"heavy": 0.97, "chat": 0.014, "small": 0.10, "many": 0.85}[shape]
+    dispatch_rate = 0.15 if shape in ("heavy", "many") else 0.45
+    cap = 10**9 if shape == "many" else 60
+    due_heap: list[tuple[int, str]] = []  # "many": (target, id), stale entries skipped
 
     def chatter(now: int) -> dict[str, Any]:
-        if shape == "chat":
+        if shape in ("chat", "small"):
             return _chat_event(rng, now, len(values))
         role = rng.choice(("message/user", "message/assistant"))
         return {"type": role, "data": {"text": _text(rng, 3, 60)}}
@@ -328,7 +360,7 @@ def generate_events(
         if rng.random() >= schedule_rate:
             emit("chat", chatter(now))
             continue
-        due = [r for r in active.values() if r.scheduled_at <= now]
+        due = _due(active, due_heap, now) if shape == "many" else _all_due(active, now)
         roll = rng.random()
         if due and roll < dispatch_rate:
             record = rng.choice(due)
@@ -358,11 +390,13 @@ def generate_events(
                     del active[record.id]
                 else:
                     active[record.id] = replace(record, scheduled_at=following)
+                    if shape == "many":
+                        heapq.heappush(due_heap, (following, record.id))
                 emit("dispatch every", change(data))
             else:
                 del active[record.id]
                 emit("dispatch one-shot", change(data))
-        elif roll < 0.80 and len(active) < 60:
+        elif roll < 0.80 and len(active) < cap:
             rid = f"schedule-{next_id}"
             next_id += 1
             kind = rng.choices(("after", "at", "every"), (3, 2, 3))[0]
@@ -375,6 +409,8 @@ def generate_events(
                 args["every_seconds"] = rng.choice((300, 600, 900, 1800, 3600))
             record = build_session_record(args, id=rid, now=now)
             active[rid] = record
+            if shape == "many":
+                heapq.heappush(due_heap, (record.scheduled_at, rid))
             emit(
                 f"create {kind}",
                 change({"version": 1, "operation": "create", "schedule": record.to_json()}),
@@ -389,6 +425,22 @@ def generate_events(
     return values, counts
 
 
+def _all_due(active: dict[str, Record], now: int) -> list[Record]:
+    return [r for r in active.values() if r.scheduled_at <= now]
+
+
+def _due(active: dict[str, Record], heap: list[tuple[int, str]], now: int) -> list[Record]:
+    """The earliest due record of a large active set (``heap`` holds every target pushed; an
+    entry whose record is gone or has moved on is dropped), as a list of at most one."""
+    while heap and heap[0][0] <= now:
+        target, rid = heap[0]
+        record = active.get(rid)
+        if record is not None and record.scheduled_at == target:
+            return [record]
+        heapq.heappop(heap)
+    return []
+
+
 def _spaced(value: Any) -> str:
     return json.dumps(value)  # ", " and ": ", ensure_ascii: as Python writes by default
 
@@ -398,6 +450,7 @@ LOGS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "heavy-spaced": ("heavy", _spaced),
     "chat-compact": ("chat", js_dumps),
     "chat-spaced": ("chat", _spaced),
+    "many-active": ("many", js_dumps),
 }
 
 
@@ -452,8 +505,197 @@ def _run(argv: list[str], cwd: Path | None = None) -> tuple[float, float, bytes]
 
 
 def _active_of_replay(out: bytes) -> list[list[str]]:
+    """The active set of one ``replay --json`` (or upstream) result: ids, kinds, prompts and
+    targets, in order."""
     report = json.loads(out)
     return [[r["id"], r["kind"], r["prompt"], r["scheduledAt"]] for r in report["active"]]
+
+
+def _seen_of_replay(out: bytes) -> list[str]:
+    seen: list[str] = json.loads(out)["seenIds"]
+    return seen
+
+
+def _timed_rounds(
+    processes: dict[str, list[str]],
+    warmup: int,
+    repeat: int,
+    before: Callable[[str], None] | None = None,
+    cwd: dict[str, Path] | None = None,
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, bytes]]:
+    """Run every process ``warmup + repeat`` times interleaved (``before(name)`` first, untimed):
+    the wall and CPU seconds of the timed runs, and each one's last output."""
+    wall: dict[str, list[float]] = {p: [] for p in processes}
+    cpu: dict[str, list[float]] = {p: [] for p in processes}
+    outputs: dict[str, bytes] = {}
+    for turn in range(warmup + repeat):
+        for process, argv in processes.items():
+            if before is not None:
+                before(process)
+            elapsed, used, out = _run(argv, (cwd or {}).get(process))
+            outputs[process] = out
+            if turn >= warmup:
+                wall[process].append(elapsed)
+                cpu[process].append(used)
+    return wall, cpu, outputs
+
+
+def _print_medians(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
+    for process in wall:
+        w, c = wall[process], cpu[process]
+        print(
+            f"    {process:13s} {statistics.median(w):7.3f} ({min(w):.3f})"
+            f"  {statistics.median(c):7.3f}"
+        )
+
+
+def write_corpus(folder: Path, logs: int, seed: int) -> int:
+    """``logs`` small valid logs (20-200 events, chat with about 10% schedule changes) in
+    ``folder``: their total size in bytes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    total = 0
+    for number in range(logs):
+        values, _ = generate_events(rng.randint(20, 200), seed + number, "small")
+        values[0]["sessionId"] = f"corpus-{number:05d}"
+        path = folder / f"log-{number:05d}.jsonl"
+        write_log(path, values, js_dumps)
+        total += path.stat().st_size
+    return total
+
+
+def bench_corpus(args: argparse.Namespace, runner: Path | None, workdir: Path) -> None:
+    """``--corpus N``: ``schedlog validate --json DIR`` of N small logs against the upstream
+    fold of every log of DIR in one Node process."""
+    folder = workdir / "corpus"
+    size = write_corpus(folder, args.corpus, args.seed)
+    print(f"\ncorpus: {folder} ({args.corpus:,} logs, {size / 1e6:.1f} MB, seed {args.seed})")
+    processes = {"validate": [*_schedlog_command(), "validate", "--json", str(folder)]}
+    if runner is not None:
+        processes["upstream"] = ["node", str(runner), str(folder)]
+    cwd = {"upstream": runner.parent} if runner is not None else None
+    wall, cpu, outputs = _timed_rounds(processes, args.warmup, args.repeat, cwd=cwd)
+    reports = [json.loads(line) for line in outputs["validate"].splitlines()]
+    assert len(reports) == args.corpus and all(r["ok"] for r in reports), reports[:3]
+    if "upstream" in outputs:
+        folded = [json.loads(line) for line in outputs["upstream"].splitlines()]
+        assert [len(f["active"]) for f in folded] == [r["active"] for r in reports]
+        print(f"  active counts identical ({sum(r['active'] for r in reports)} reminders)")
+    print(f"  whole process, {args.repeat} interleaved runs: wall s median (min), CPU s median")
+    _print_medians(wall, cpu)
+    if "upstream" in wall:
+        ratio = statistics.median(wall["upstream"]) / statistics.median(wall["validate"])
+        by_cpu = statistics.median(cpu["upstream"]) / statistics.median(cpu["validate"])
+        mark = "ok" if ratio >= 3.0 else "BELOW TARGET"
+        print(
+            f"  upstream / validate {ratio:.2f}x (CPU {by_cpu:.2f}x; target >= 3.0) {mark}, "
+            f"load average {os.getloadavg()[0]:.1f}"
+        )
+
+
+OPEN_REQUEST = b'{"op":"schedule_list","now":"2026-06-01T00:00:00Z","args":{}}\n'
+
+
+def bench_open(args: argparse.Namespace, workdir: Path) -> None:
+    """``--open``: ``schedlog session batch`` with one ``schedule_list`` (the session open and
+    its first answer) on a fresh copy of the chat-compact log, against ``replay`` of it."""
+    values, _ = generate_events(args.events, args.seed, "chat")
+    log, copy = workdir / "open-chat-compact.jsonl", workdir / "open-copy.jsonl"
+    write_log(log, values, js_dumps)
+    print(f"\nopen: {log} ({args.events:,} events, {log.stat().st_size / 1e6:.1f} MB)")
+    schedlog = _schedlog_command()
+    processes = {
+        "replay": [*schedlog, "replay", "--json", "--log", str(log)],
+        "session-open": [
+            "sh",
+            "-c",
+            f"exec {schedlog[0]} session batch --log {copy} < {workdir / 'open.in'}",
+        ],
+    }
+    (workdir / "open.in").write_bytes(OPEN_REQUEST)
+
+    def fresh(process: str) -> None:
+        if process == "session-open":
+            shutil.copyfile(log, copy)
+
+    wall, cpu, outputs = _timed_rounds(processes, args.warmup, args.repeat, before=fresh)
+    answer = json.loads(outputs["session-open"])
+    assert len(answer["ok"]) == len(_active_of_replay(outputs["replay"])), answer
+    print(f"  whole process, {args.repeat} interleaved runs: wall s median (min), CPU s median")
+    _print_medians(wall, cpu)
+    opened = statistics.median(wall["session-open"])
+    ratio = opened / statistics.median(wall["replay"])
+    mark = "ok" if ratio <= 2.0 and opened <= 0.4 else "BELOW TARGET"
+    print(
+        f"  open / replay {ratio:.2f}x (target <= 2.0), open {opened:.3f} s (target <= 0.4) "
+        f"{mark}, load average {os.getloadavg()[0]:.1f}"
+    )
+
+
+def bench_log(
+    args: argparse.Namespace,
+    name: str,
+    runner: Path | None,
+    workdir: Path,
+    generated: dict[str, tuple[list[dict[str, Any]], dict[str, int]]],
+) -> tuple[float, float, float, float] | None:
+    """One log of ``LOGS``: replay, validate, upstream (and the msgspec floors) timed; the
+    ratios upstream / replay and upstream / validate, by wall and by CPU time."""
+    shape, dumps = LOGS[name]
+    if shape not in generated:
+        generated[shape] = generate_events(args.events, args.seed, shape)
+    values, counts = generated[shape]
+    log = workdir / f"{name}.jsonl"
+    write_log(log, values, dumps)
+    changes = sum(v for k, v in counts.items() if k.startswith(("create", "dispatch", "delete")))
+    print(
+        f"\n{name}: {log} ({args.events:,} events, {log.stat().st_size / 1e6:.1f} MB, "
+        f"seed {args.seed}, {changes / args.events:.1%} schedule changes)"
+    )
+    print("  " + ", ".join(f"{k}: {v:,}" for k, v in sorted(counts.items())))
+    schedlog = _schedlog_command()
+    processes: dict[str, list[str]] = {
+        "replay": [*schedlog, "replay", "--json", "--log", str(log)],
+        "validate": [*schedlog, "validate", "--json", str(log)],
+    }
+    if runner is not None:
+        processes["upstream"] = ["node", str(runner), str(log)]
+    if shape == "heavy" and not args.no_msgspec:
+        processes["msgspec"] = [sys.executable, "-c", MSGSPEC_SCRIPT, str(log)]
+        processes["msgspec-nogc"] = [sys.executable, "-c", MSGSPEC_SCRIPT, str(log), "--no-gc"]
+    cwd = {"upstream": runner.parent} if runner is not None else None
+    wall, cpu, outputs = _timed_rounds(processes, args.warmup, args.repeat, cwd=cwd)
+    active = _active_of_replay(outputs["replay"])
+    report = json.loads(outputs["validate"])
+    assert report["ok"] is True and report["active"] == len(active), report
+    if "upstream" in outputs:
+        if _active_of_replay(outputs["upstream"]) != active or _seen_of_replay(
+            outputs["upstream"]
+        ) != _seen_of_replay(outputs["replay"]):
+            raise SystemExit(f"{name}: the results differ (replay vs upstream)")
+        print(f"  active sets and seen ids identical ({len(active)} reminders)")
+    for process in ("msgspec", "msgspec-nogc"):
+        if process in outputs:
+            assert outputs[process].strip() == str(args.events + 1).encode()
+    print(
+        f"  whole process, {args.repeat} interleaved runs after {args.warmup} untimed: "
+        "wall s median (min), CPU s median"
+    )
+    _print_medians(wall, cpu)
+    if "upstream" not in wall:
+        return None
+    up, up_cpu = statistics.median(wall["upstream"]), statistics.median(cpu["upstream"])
+    r = up / statistics.median(wall["replay"])
+    v = up / statistics.median(wall["validate"])
+    rc = up_cpu / statistics.median(cpu["replay"])
+    vc = up_cpu / statistics.median(cpu["validate"])
+    print(f"  upstream / replay {r:.2f}x, upstream / validate {v:.2f}x (target >= {TARGET})")
+    print(f"  by CPU time (both processes of a split log): {rc:.2f}x, {vc:.2f}x")
+    return r, v, rc, vc
+
+
+#: The target ratio upstream / schedlog, whole process (issue 19).
+TARGET = 3.0
 
 
 def main() -> None:
@@ -466,6 +708,12 @@ def main() -> None:
     parser.add_argument("--logs", default=",".join(LOGS), help="which logs, comma-separated")
     parser.add_argument("--no-upstream", action="store_true", help="skip the npm side")
     parser.add_argument("--no-msgspec", action="store_true", help="skip the msgspec baselines")
+    parser.add_argument(
+        "--corpus", type=int, metavar="N", help="only: validate a folder of N small logs"
+    )
+    parser.add_argument(
+        "--open", action="store_true", help="only: open a session (session batch) vs replay"
+    )
     default_cache = Path.home() / ".cache" / "schedlog" / "dsh-schedule-0.1.0-rc.8"
     parser.add_argument(
         "--cache",
@@ -478,95 +726,39 @@ def main() -> None:
     unknown = [n for n in names if n not in LOGS]
     if unknown:
         parser.error(f"unknown log {unknown[0]!r}; choose from {', '.join(LOGS)}")
-
-    runner = None if args.no_upstream else install_upstream(args.cache)
+    runner = None if args.no_upstream or args.open else install_upstream(args.cache)
     workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="schedlog-replay-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    py = sys.executable
-    schedlog = _schedlog_command()
-    ratios: dict[str, tuple[float, float, float, float]] = {}
     try:
-        generated: dict[str, tuple[list[dict[str, Any]], dict[str, int]]] = {}
-        for name in names:
-            shape, dumps = LOGS[name]
-            if shape not in generated:
-                generated[shape] = generate_events(args.events, args.seed, shape)
-            values, counts = generated[shape]
-            log = workdir / f"{name}.jsonl"
-            write_log(log, values, dumps)
-            changes = sum(
-                v for k, v in counts.items() if k.startswith(("create", "dispatch", "delete"))
-            )
-            print(
-                f"\n{name}: {log} ({args.events:,} events, {log.stat().st_size / 1e6:.1f} MB, "
-                f"seed {args.seed}, {changes / args.events:.1%} schedule changes)"
-            )
-            print("  " + ", ".join(f"{k}: {v:,}" for k, v in sorted(counts.items())))
-            processes: dict[str, list[str]] = {
-                "replay": [*schedlog, "replay", "--json", "--log", str(log)],
-                "validate": [*schedlog, "validate", "--json", str(log)],
-            }
-            if runner is not None:
-                processes["upstream"] = ["node", str(runner), str(log)]
-            if shape == "heavy" and not args.no_msgspec:
-                processes["msgspec"] = [py, "-c", MSGSPEC_SCRIPT, str(log)]
-                processes["msgspec-nogc"] = [py, "-c", MSGSPEC_SCRIPT, str(log), "--no-gc"]
-            wall: dict[str, list[float]] = {p: [] for p in processes}
-            cpu: dict[str, list[float]] = {p: [] for p in processes}
-            outputs: dict[str, bytes] = {}
-            for turn in range(args.warmup + args.repeat):
-                for process, argv in processes.items():
-                    cwd = runner.parent if process == "upstream" and runner else None
-                    elapsed, used, out = _run(argv, cwd)
-                    outputs[process] = out
-                    if turn >= args.warmup:
-                        wall[process].append(elapsed)
-                        cpu[process].append(used)
-            active = _active_of_replay(outputs["replay"])
-            report = json.loads(outputs["validate"])
-            assert report["ok"] is True and report["active"] == len(active), report
-            if "upstream" in outputs:
-                upstream = json.loads(outputs["upstream"])
-                if upstream != active:
-                    raise SystemExit(f"{name}: the active sets differ (replay vs upstream)")
-                print(f"  active sets identical ({len(active)} reminders)")
-            for process in ("msgspec", "msgspec-nogc"):
-                if process in outputs:
-                    assert outputs[process].strip() == str(args.events + 1).encode()
-            print(
-                f"  whole process, {args.repeat} interleaved runs after {args.warmup} untimed: "
-                "wall s median (min), CPU s median"
-            )
-            for process in processes:
-                w, c = wall[process], cpu[process]
-                print(
-                    f"    {process:13s} {statistics.median(w):7.3f} ({min(w):.3f})"
-                    f"  {statistics.median(c):7.3f}"
-                )
-            if "upstream" in wall:
-                up = statistics.median(wall["upstream"])
-                r = up / statistics.median(wall["replay"])
-                v = up / statistics.median(wall["validate"])
-                up_cpu = statistics.median(cpu["upstream"])
-                rc = up_cpu / statistics.median(cpu["replay"])
-                vc = up_cpu / statistics.median(cpu["validate"])
-                ratios[name] = (r, v, rc, vc)
-                print(f"  upstream / replay {r:.2f}x, upstream / validate {v:.2f}x (target >= 2.0)")
-                print(f"  by CPU time (both processes of a split log): {rc:.2f}x, {vc:.2f}x")
-        if ratios:
-            print(
-                f"\nsummary (load average {os.getloadavg()[0]:.1f}): "
-                "upstream / schedlog, median wall (median CPU)"
-            )
-            for name, (r, v, rc, vc) in ratios.items():
-                mark = "ok" if min(r, v) >= 2.0 else "BELOW TARGET"
-                print(
-                    f"  {name:14s} replay {r:5.2f}x ({rc:.2f}x)  validate {v:5.2f}x ({vc:.2f}x)"
-                    f"  {mark}"
-                )
+        if args.corpus is not None:
+            bench_corpus(args, runner, workdir)
+        elif args.open:
+            bench_open(args, workdir)
+        else:
+            _bench_logs(args, names, runner, workdir)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _bench_logs(
+    args: argparse.Namespace, names: list[str], runner: Path | None, workdir: Path
+) -> None:
+    generated: dict[str, tuple[list[dict[str, Any]], dict[str, int]]] = {}
+    ratios = {}
+    for name in names:
+        result = bench_log(args, name, runner, workdir, generated)
+        if result is not None:
+            ratios[name] = result
+    if not ratios:
+        return
+    print(
+        f"\nsummary (load average {os.getloadavg()[0]:.1f}): "
+        "upstream / schedlog, median wall (median CPU)"
+    )
+    for name, (r, v, rc, vc) in ratios.items():
+        mark = "ok" if min(r, v) >= TARGET else "BELOW TARGET"
+        print(f"  {name:14s} replay {r:5.2f}x ({rc:.2f}x)  validate {v:5.2f}x ({vc:.2f}x)  {mark}")
 
 
 if __name__ == "__main__":

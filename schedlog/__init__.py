@@ -2,11 +2,17 @@
 
 The public names are importable from here. They load lazily (PEP 562), so ``import schedlog``
 and the command line stay cheap: the host service and the asyncio runtime are imported only
-when one of their names is first used.
+when one of their names is first used. ``__version__`` (the installed distribution's version,
+:func:`schedlog.about.package_version`) is one of them: the package metadata is read on first use.
 
 :data:`_LAZY` is the one table of the public names (name -> module); ``__all__`` is derived
 from it and the four eagerly imported errors. The ``TYPE_CHECKING`` imports repeat the table for
 type checkers only, and a test keeps them equal to it.
+
+Each name is one object whatever was imported first: importing a submodule never rebinds an
+exported name (``schedlog.fold`` stays the function after ``schedlog.fold.replay`` is imported;
+import such a module with ``from schedlog.fold import replay``), and ``dir(schedlog)`` lists the
+public names (:func:`schedlog._lazy.lazy_exports`).
 """
 
 from __future__ import annotations
@@ -20,9 +26,13 @@ from schedlog.errors import ScheduleInputError as ScheduleInputError
 from schedlog.errors import StoreOpenError as StoreOpenError
 
 if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-export)
+    from schedlog._version import __version__ as __version__
+    from schedlog.clock import Clock as Clock
     from schedlog.eventlog import Header as Header
     from schedlog.eventlog import LogEvent as LogEvent
+    from schedlog.eventlog import build_followup as build_followup
     from schedlog.eventlog import decode_change as decode_change
+    from schedlog.eventlog import event_from_value as event_from_value
     from schedlog.eventlog import fork_log as fork_log
     from schedlog.eventlog import message_id as message_id
     from schedlog.eventlog import read_log as read_log
@@ -31,6 +41,7 @@ if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-exp
     from schedlog.fold import next_schedule_id as next_schedule_id
     from schedlog.framing import batch_framing as batch_framing
     from schedlog.framing import single_framing as single_framing
+    from schedlog.host.config import Retention as Retention
     from schedlog.host.service import HostService as HostService
     from schedlog.host.sessions import SessionsDirectory as SessionsDirectory
     from schedlog.host.stores.base import TaskStore as TaskStore
@@ -54,33 +65,41 @@ if TYPE_CHECKING:  # the table below, for type checkers (`X as X` marks a re-exp
     from schedlog.rules.zones import canonical_zone_name as canonical_zone_name
     from schedlog.rules.zones import check_time_zone as check_time_zone
     from schedlog.runtime import Agent as Agent
-    from schedlog.runtime import Clock as Clock
     from schedlog.runtime import FileSession as FileSession
+    from schedlog.runtime import FollowupMessage as FollowupMessage
+    from schedlog.runtime import LogHeader as LogHeader
     from schedlog.runtime import SessionEngine as SessionEngine
     from schedlog.runtime import SessionLog as SessionLog
+    from schedlog.runtime import SessionLogContractError as SessionLogContractError
     from schedlog.runtime import SystemClock as SystemClock
     from schedlog.runtime import VirtualClock as VirtualClock
 
 #: Every lazily loaded public name -> the module it is imported from on first use.
 _LAZY: Final[dict[str, str]] = {
     "Agent": "schedlog.runtime",
-    "Clock": "schedlog.runtime",
+    "Clock": "schedlog.clock",
     "Decision": "schedlog.rules.decide",
     "FileSession": "schedlog.runtime",
+    "FollowupMessage": "schedlog.runtime",
     "FoldState": "schedlog.fold",
     "Header": "schedlog.eventlog",
     "HostService": "schedlog.host.service",
     "HostTools": "schedlog.host.tools",
     "LogAppender": "schedlog.invariant.appender",
     "LogEvent": "schedlog.eventlog",
+    "LogHeader": "schedlog.runtime",
+    "Retention": "schedlog.host.config",
     "Record": "schedlog.rules.record",
     "SessionEngine": "schedlog.runtime",
     "SessionLog": "schedlog.runtime",
+    "SessionLogContractError": "schedlog.runtime",
     "SessionsDirectory": "schedlog.host.sessions",
     "SystemClock": "schedlog.runtime",
     "TaskStore": "schedlog.host.stores.base",
     "VirtualClock": "schedlog.runtime",
+    "__version__": "schedlog._version",
     "batch_framing": "schedlog.framing",
+    "build_followup": "schedlog.eventlog",
     "build_host_record": "schedlog.rules.records",
     "build_session_record": "schedlog.rules.records",
     "canonical_cron": "schedlog.rules.cron",
@@ -91,6 +110,7 @@ _LAZY: Final[dict[str, str]] = {
     "decode_change": "schedlog.eventlog",
     "decode_host_record": "schedlog.rules.records",
     "decode_legacy_record": "schedlog.rules.records",
+    "event_from_value": "schedlog.eventlog",
     "fold": "schedlog.fold",
     "fork_log": "schedlog.eventlog",
     "format_instant": "schedlog.rules.instants",

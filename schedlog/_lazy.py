@@ -19,6 +19,31 @@ from typing import Any
 __all__ = ["lazy_command", "lazy_exports", "lazy_module"]
 
 
+class _Facade(ModuleType):
+    """The class of a module that exports names lazily (see :func:`lazy_exports`).
+
+    It keeps each exported name one object whatever was imported first: when the import system
+    binds a submodule to its parent package under a name the package exports (importing
+    ``schedlog.fold.replay`` binds module ``schedlog.fold`` as ``schedlog.fold``, while
+    ``schedlog`` exports the function ``fold``), the binding is dropped and the name keeps, or
+    will load, its exported object. Every other attribute is set as usual.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        exported = _EXPORTS.get(self.__name__, {})
+        if (
+            name in exported
+            and isinstance(value, ModuleType)
+            and value.__name__ == f"{self.__name__}.{name}"
+        ):
+            return
+        super().__setattr__(name, value)
+
+
+#: Module name -> its table of lazily exported names (name -> defining module).
+_EXPORTS: dict[str, Mapping[str, str]] = {}
+
+
 def lazy_exports(
     module_name: str, table: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
@@ -26,9 +51,14 @@ def lazy_exports(
     of ``table`` (name -> the module that defines it).
 
     A name loads on first use, from its module, and is then kept in the module's namespace;
-    any other name is an ``AttributeError``. Use as
+    any other name is an ``AttributeError``. The module becomes a :class:`_Facade`, so a
+    submodule of the same name as an export never replaces it. ``dir()`` lists the public names
+    (the module's ``__all__``, and the table), not its imports. Use as
     ``__getattr__, __dir__ = lazy_exports(__name__, _LAZY)``.
     """
+    module = sys.modules[module_name]
+    _EXPORTS[module_name] = table
+    module.__class__ = _Facade
 
     def __getattr__(name: str) -> Any:
         source = table.get(name)
@@ -39,7 +69,7 @@ def lazy_exports(
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[module_name])) | set(table))
+        return sorted({*table, *getattr(sys.modules[module_name], "__all__", ())})
 
     return __getattr__, __dir__
 

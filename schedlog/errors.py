@@ -7,7 +7,7 @@ Five exceptions stand outside the tree on purpose. None of them is ever an answe
 caught where it is raised, or one layer up, and turned into an error of the tree (or a usage
 error) whose code depends on the context, so giving it a code of its own would be wrong.
 
-* :class:`schedlog.rules.text.JSONSyntaxError` (``ValueError``): the strict JSON reader's
+* :class:`schedlog.strictjson.JSONSyntaxError` (``ValueError``): the strict JSON reader's
   failure, with its position. The same bad text is ``corrupt_schedule_log`` in a session log,
   ``malformed-medium`` in a store and ``invalid_request`` on a batch line.
 * :class:`schedlog.host.stores.base.StoreWriteError` (``OSError``): a task write that did not

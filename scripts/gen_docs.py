@@ -26,6 +26,7 @@ from typing import Final
 
 import msgspec
 
+from schedlog.about import DOCS_URL
 from schedlog.cli.main import build_parser
 from schedlog.errors import ScheduleError
 from schedlog.rules.at import parse_at
@@ -91,10 +92,14 @@ def _synopsis(path: str, parser: argparse.ArgumentParser) -> str:
 
 
 _POINTER: Final = re.compile(r"(?<![\w/.-])docs/([\w-]+\.md(?:#[\w-]+)?)")
+#: A help text's pointer into the site: ``<DOCS_URL><page>.html#<anchor>``.
+_SITE_POINTER: Final = re.compile(re.escape(DOCS_URL) + r"([\w-]+)\.html(#[\w-]+)?")
 
 
 def _linked(text: str) -> str:
-    """Help text with its ``docs/<page>.md#<anchor>`` pointers as links between pages."""
+    """Help text with its site URLs and ``docs/<page>.md#<anchor>`` pointers as links between
+    pages (so ``mkdocs build --strict`` checks them)."""
+    text = _SITE_POINTER.sub(lambda m: "docs/" + m.group(1) + ".md" + (m.group(2) or ""), text)
     return _POINTER.sub(r"[\1](\1)", text)
 
 

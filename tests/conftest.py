@@ -1,9 +1,10 @@
-"""Shared test configuration: Hypothesis profiles. The derandomized `ci` profile is the default,
-so the README's test command gives the same result on every machine; `dev` draws new examples
-on each run."""
+"""Shared test configuration: Hypothesis profiles, and the end-of-run lines about what this
+machine could not run. The derandomized `ci` profile is the default, so the README's test
+command gives the same result on every machine; `dev` draws new examples on each run."""
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -21,3 +22,20 @@ settings.register_profile(
     "fuzz", max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck)
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per missing piece (PostgreSQL, Chromium, ...) that made tests skip: how many,
+    what is missing and how to enable them (tests/missing.py)."""
+    from tests.missing import summary_lines
+
+    reasons = []
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        if isinstance(longrepr, tuple) and len(longrepr) == 3:
+            reasons.append(str(longrepr[2]))
+    lines = summary_lines(reasons)
+    if lines:
+        terminalreporter.section("not run on this machine", sep="-", yellow=True)
+        for line in lines:
+            terminalreporter.write_line(line, yellow=True)

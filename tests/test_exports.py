@@ -1,7 +1,11 @@
-"""Everything in ``schedlog.__all__`` imports, ``__all__`` is sorted, and import stays lazy."""
+"""Everything in ``schedlog.__all__`` imports, ``__all__`` is sorted, import stays lazy, and every
+exported name is one object whatever was imported first."""
 
+import json
 import subprocess
 import sys
+
+import pytest
 
 import schedlog
 
@@ -69,8 +73,6 @@ def test_public_names_come_from_one_table() -> None:
         # The static imports for type checkers repeat the table exactly.
         assert _type_checking_imports(str(package.__file__)) == table
         for name, module in table.items():
-            if f"{package.__name__}.{name}" in sys.modules:
-                continue  # a subpackage of the same name (schedlog.fold) shadows it once imported
             assert getattr(package, name) is getattr(__import__(module, fromlist=[name]), name)
 
 
@@ -84,3 +86,84 @@ def test_lazy_getattr_is_written_once() -> None:
         if "def __getattr__(" in p.read_text(encoding="utf-8")
     )
     assert defining == ["_lazy.py"]
+
+
+#: Run in a fresh interpreter: import every module of the package, in ``ORDER`` (``names-first``:
+#: every exported name of the three facades first, then the modules; ``modules-first``: the
+#: modules first), and print, per facade and name, whether the name is the object its module
+#: defines and whether it stayed the object first seen.
+_IDENTITY_SCRIPT = """
+import importlib, json, pkgutil, sys
+import schedlog
+
+FACADES = ("schedlog", "schedlog.eventlog", "schedlog.rules")
+
+def exported():
+    for facade in FACADES:
+        package = importlib.import_module(facade)
+        for name in package.__all__:
+            yield facade, name, getattr(package, name)
+
+def import_all():
+    for info in pkgutil.walk_packages(schedlog.__path__, "schedlog."):
+        importlib.import_module(info.name)
+
+first = {}
+if sys.argv[1] == "names-first":
+    first = {(f, n): v for f, n, v in exported()}
+import_all()
+out = []
+for facade, name, value in exported():
+    package = sys.modules[facade]
+    source = package._LAZY.get(name)
+    defined = getattr(sys.modules[source], name) if source else value
+    via_from = getattr(__import__(facade, fromlist=[name]), name)
+    seen = first.get((facade, name), value)
+    ok = value is defined and via_from is value and seen is value
+    out.append([facade, name, ok, type(value).__name__])
+print(json.dumps(out))
+"""
+
+
+def _identities(order: str) -> list[list[object]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _IDENTITY_SCRIPT, order], capture_output=True, text=True, check=True
+    )
+    rows: list[list[object]] = json.loads(done.stdout)
+    return rows
+
+
+@pytest.mark.parametrize("order", ["names-first", "modules-first"])
+def test_every_exported_name_is_one_object_whatever_was_imported_first(order: str) -> None:
+    rows = _identities(order)
+    assert len(rows) > 80  # the three facades were read
+    assert [r for r in rows if not r[2]] == []
+    # No export is a module: importing a subpackage of the same name never replaces it.
+    assert [r for r in rows if r[3] == "module"] == []
+
+
+def test_fold_is_the_function_after_the_runtime_was_imported() -> None:
+    # The case of issue 20: importing any schedlog.fold submodule used to bind the subpackage
+    # over the exported function, so `from schedlog import fold` gave a module.
+    code = (
+        "from schedlog import SessionEngine\n"
+        "from schedlog import fold\n"
+        "from schedlog.fold.replay import fold as defined\n"
+        "import schedlog\n"
+        "assert fold is defined is schedlog.fold, fold\n"
+        "print(fold([]).active)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "()"
+
+
+def test_dir_lists_the_public_names() -> None:
+    import schedlog.eventlog as eventlog
+    import schedlog.rules as rules
+
+    for package in (schedlog, eventlog, rules):
+        listed = dir(package)
+        assert listed == sorted(package.__all__), package.__name__
+        for noise in ("Final", "TYPE_CHECKING", "annotations", "lazy_exports", "_LAZY"):
+            assert noise not in listed

@@ -4,7 +4,11 @@ The graph has an edge ``A -> B`` for each ``import``/``from … import`` anywher
 level, inside functions and classes), for each ``importlib.import_module``/lazy-table string that
 names a schedlog module, and for ``from package import name`` where ``package.name`` is a module.
 Only ``if TYPE_CHECKING:`` blocks are left out: they never run. The layers are checked too:
-collapsing modules to their subpackage (``rules``, ``eventlog``, ``fold``, …) leaves no cycle.
+collapsing modules to their subpackage (``rules``, ``eventlog``, ``fold``, …) leaves no cycle,
+and every edge between two units goes down the allow-list :data:`TIERS`
+(``rules < eventlog < fold < invariant < {runtime, host} < mcp < serve < cli``, with the
+top-level leaf modules below all of them): never up, never sideways (runtime and host may not
+import each other).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Final
 
 PACKAGE = Path(__file__).resolve().parents[1] / "schedlog"
 #: Calls whose string argument is a logger name, not a module to import.
@@ -80,6 +85,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)
                 and node.value in modules
+                and "." in node.value  # the bare package name is a name, not a module to load
                 and id(node) not in logger_args
             ):
                 targets.add(node.value)
@@ -135,6 +141,59 @@ def layer_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return {k: v - {k} for k, v in out.items()}
 
 
+#: The units of the package, lowest first; a unit may import only units of a lower tier. Units
+#: of one tier may not import each other. A unit is a subpackage (``schedlog.host``) or a
+#: top-level module (``schedlog.framing``); ``schedlog`` is the package's own ``__init__``, the
+#: public facade. A unit missing here fails the test: a new module is placed on purpose.
+TIERS: Final[tuple[frozenset[str], ...]] = tuple(
+    frozenset("schedlog" if name == "__init__" else f"schedlog.{name}" for name in tier.split())
+    for tier in (
+        # leaves: they import nothing of the package
+        "_crashpoints _lazy about absent clock errors files protocols strictjson tool_args",
+        "_version",  # the package version: about only
+        "rules",
+        "framing tool_schemas",  # the framing texts and the tool schemas: rules only
+        "eventlog",
+        "delivery_plan diagnostics",  # shared by both engines: eventlog and below
+        "fold",
+        "invariant",
+        "runtime host",  # the two engines: never each other
+        "mcp",
+        "serve",
+        "__init__",  # the public facade, schedlog/__init__.py
+        "cli",
+    )
+)
+
+
+def unit_of(name: str) -> str:
+    """The unit of a module: its subpackage, or the top-level module itself."""
+    return ".".join(name.split(".")[:2])
+
+
+def layer_violations(
+    graph: dict[str, set[str]], tiers: tuple[frozenset[str], ...] = TIERS
+) -> list[str]:
+    """Every edge of module graph ``graph`` that does not go down ``tiers``, and every module
+    whose unit is in no tier, as readable lines (empty when the layering holds)."""
+    rank = {unit: i for i, tier in enumerate(tiers) for unit in tier}
+    out: list[str] = []
+    for name in sorted(graph):
+        source = unit_of(name)
+        if source not in rank:
+            out.append(f"{name}: unit {source} is in no tier of the allow-list")
+            continue
+        for target in sorted(graph[name]):
+            dest = unit_of(target)
+            if dest == source or dest not in rank:
+                continue  # inside one unit; an unknown target is reported as a source
+            if rank[dest] > rank[source]:
+                out.append(f"{name} -> {target}: imports upward ({source} < {dest})")
+            elif rank[dest] == rank[source]:
+                out.append(f"{name} -> {target}: imports sideways ({source} | {dest})")
+    return out
+
+
 def _explain(graph: dict[str, set[str]], found: Iterable[list[str]]) -> str:
     lines = []
     for component in found:
@@ -149,6 +208,45 @@ def test_no_module_import_cycle() -> None:
     assert len(graph) > 70  # the whole package was read
     found = cycles(graph)
     assert found == [], _explain(graph, found)
+
+
+def test_every_import_goes_down_the_layer_list() -> None:
+    graph = import_graph(PACKAGE)
+    found = layer_violations(graph)
+    assert found == [], "\n".join(found)
+    assert {unit_of(name) for name in graph} <= set().union(*TIERS)
+
+
+def test_the_layer_check_fails_on_a_planted_sideways_or_upward_import() -> None:
+    # A synthetic module map, as import_graph gives it: one edge each way across the tiers.
+    graph = {
+        "schedlog.host.service": {"schedlog.runtime.clock", "schedlog.clock", "schedlog.host.x"},
+        "schedlog.runtime.owner": {"schedlog.host.due"},
+        "schedlog.rules.cron": {"schedlog.eventlog.reader", "schedlog.errors"},
+        "schedlog.clock": {"schedlog.rules.instants"},
+        "schedlog.mcp.server": {"schedlog.serve.app", "schedlog.host.service"},
+        "schedlog.newthing": {"schedlog.errors"},
+        "schedlog.cli.main": {"schedlog", "schedlog.serve.app", "schedlog.runtime"},
+    }
+    assert layer_violations(graph) == [
+        "schedlog.clock -> schedlog.rules.instants: imports upward "
+        "(schedlog.clock < schedlog.rules)",
+        "schedlog.host.service -> schedlog.runtime.clock: imports sideways "
+        "(schedlog.host | schedlog.runtime)",
+        "schedlog.mcp.server -> schedlog.serve.app: imports upward (schedlog.mcp < schedlog.serve)",
+        "schedlog.newthing: unit schedlog.newthing is in no tier of the allow-list",
+        "schedlog.rules.cron -> schedlog.eventlog.reader: imports upward "
+        "(schedlog.rules < schedlog.eventlog)",
+        "schedlog.runtime.owner -> schedlog.host.due: imports sideways "
+        "(schedlog.runtime | schedlog.host)",
+    ]
+    # The same map with the wrong edges taken out passes.
+    clean = {
+        "schedlog.host.service": {"schedlog.clock", "schedlog.host.x"},
+        "schedlog.mcp.server": {"schedlog.host.service", "schedlog.runtime"},
+        "schedlog.cli.main": {"schedlog", "schedlog.serve.app", "schedlog.runtime"},
+    }
+    assert layer_violations(clean) == []
 
 
 def test_no_cycle_between_layers() -> None:

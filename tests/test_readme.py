@@ -1,4 +1,5 @@
-"""Every ``$ command`` in README.md's console blocks prints exactly the lines shown after it,
+"""Every ``$ command`` in the console blocks of README.md (and of README.pypi.md, the PyPI
+page) prints exactly the lines shown after it,
 and exits with the status the README documents: 1 when a shown result line reports a checked
 file that failed (``"ok":false``, the offline commands' exit-1 case), else 0."""
 
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _examples() -> list[tuple[str, str]]:
-    text = (ROOT / "README.md").read_text("utf-8")
+    text = "\n".join((ROOT / name).read_text("utf-8") for name in ("README.md", "README.pypi.md"))
     examples: list[tuple[str, str]] = []
     for block in re.findall(r"```console\n(.*?)```", text, flags=re.S):
         command: str | None = None

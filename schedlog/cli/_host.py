@@ -34,6 +34,7 @@ from schedlog.cli.run_log import (
     started_message,
     stopped_message,
 )
+from schedlog.clock import Clock
 from schedlog.diagnostics import sent_fields
 from schedlog.errors import StoreOpenError
 from schedlog.host.config import Retention
@@ -45,7 +46,7 @@ from schedlog.host.sessions import SessionsDirectory
 from schedlog.host.stores.base import TaskStore
 from schedlog.host.stores.open import Backend, open_store, select_backend
 from schedlog.host.tools import TOOL_NAMES, HostTools
-from schedlog.runtime.interfaces import Clock
+from schedlog.rules.text import printable
 
 __all__ = [
     "BatchClock",
@@ -287,13 +288,15 @@ def _open_for_read(args: argparse.Namespace) -> TaskStore | None:
         return None
 
 
-def _table(rows: list[list[str]], header: list[str]) -> str:
+def _table(cells: list[list[str]], header: list[str]) -> str:
+    rows = [[printable(c) for c in r] for r in cells]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
     return "\n".join(line.rstrip() for line in lines)
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
+    from schedlog.cli._cells import cell
     from schedlog.host.task import catalog_entry
 
     store = _open_for_read(args)
@@ -310,7 +313,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
         write_json_line(entries)
         return 0
     rows = [
-        [e["scheduledAt"], e["status"], e["kind"], e["sessionId"], e["id"], e["title"]]
+        [e["scheduledAt"], e["status"], e["kind"], cell(e["sessionId"]), e["id"], cell(e["title"])]
         for e in entries
     ]
     print(_table(rows, ["SCHEDULED AT", "STATUS", "KIND", "SESSION", "ID", "TITLE"]))

@@ -18,22 +18,25 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any, Final, TextIO
 
 import msgspec
 
-from schedlog.cli._split import fork_split, split_available
+from schedlog.cli._split import fork_map, fork_split, split_available, usable_cores
 from schedlog.cli.common import InvalidRequest, parse_request_instant, write_json_line
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import LogContents
 from schedlog.eventlog.reader import read_log as _read_log
 from schedlog.fold.state import FoldState
-from schedlog.invariant._fastcheck import fast_check
+from schedlog.invariant.fastcheck import fast_check
 from schedlog.invariant.logs import validate_log
 from schedlog.protocols import SESSION_LOCAL
-from schedlog.rules.instants import format_instant, is_representable
+from schedlog.rules.instants import format_instant, format_instants, is_representable
+from schedlog.rules.record import Record
 
 __all__ = [
+    "POOL_MIN",
     "PROGRESS_THRESHOLD",
     "LogCheck",
     "LogReader",
@@ -82,11 +85,13 @@ class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
         return self.state is not None
 
 
-def check_session_log(path: str, read_log: LogReader | None = None) -> LogCheck:
+def check_session_log(
+    path: str, read_log: LogReader | None = None, *, split: bool = True
+) -> LogCheck:
     """Read ``path`` with ``read_log`` and fold its owned suffix, without modifying it.
 
     ``read_log`` None is the summary read (:func:`read_summary`), tried after its fast path:
-    :func:`schedlog.invariant._fastcheck.fast_check` reads and folds a log it is sure is valid
+    :func:`schedlog.invariant.fastcheck.fast_check` reads and folds a log it is sure is valid
     in chunks, with the same result; anything else it leaves to the summary read and
     :func:`~schedlog.invariant.logs.validate_log`, which give every verdict. The contents of a
     fast check keep no ``changes``: they were folded as they were read.
@@ -94,21 +99,21 @@ def check_session_log(path: str, read_log: LogReader | None = None) -> LogCheck:
     The cyclic garbage collector stays paused for the read and the fold: both only build
     acyclic values that all survive, which it would otherwise traverse again and again. On a
     machine with a second core, the fast path checks the second half of a long log in a child
-    process (:mod:`schedlog.cli._split`).
+    process (:mod:`schedlog.cli._split`), unless ``split`` is False.
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check(path, read_log)
+        return _check(path, read_log, split and split_available())
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _check(path: str, read_log: LogReader | None) -> LogCheck:
+def _check(path: str, read_log: LogReader | None, split: bool) -> LogCheck:
     try:
         if read_log is None:
-            fast = fast_check(path, split=fork_split if split_available() else None)
+            fast = fast_check(path, split=fork_split if split else None)
             if fast is not None:
                 return LogCheck(path=path, contents=fast[0], state=fast[1])
             read_log = read_summary
@@ -263,19 +268,44 @@ def cmd_validate(
     files = list(_walk(args.logs))
     progress = _Progress(len(files), sys.stderr)
     rows: list[tuple[str, ...]] = [("RESULT", "PATH", "SESSION", "EVENTS", "ACTIVE", "NOTE")]
-    for done, name in enumerate(files, start=1):
-        check = check_session_log(name, read_log)
-        failed = failed or not check.ok
+    for done, (ok, shown) in enumerate(_validated(files, read_log, as_json), start=1):
+        failed = failed or not ok
         if as_json:
-            write_json_line(validate_report(check), out)
+            write_json_line(shown, out)
         else:
-            rows.append(_human_validate_row(check))
+            rows.append(shown)
         progress.update(done)
     if not as_json and files:
         _table(rows, out)
         bad = sum(1 for row in rows[1:] if row[0] == "FAIL")
         out.write(f"{len(files)} session log(s) checked, {bad} failed\n")
     return 1 if failed else 0
+
+
+#: At least this many files, and ``validate`` checks them in child processes, one a core.
+POOL_MIN: Final = 8
+_MAX_WORKERS: Final = 8
+
+
+def _validated(
+    files: list[str], read_log: LogReader | None, as_json: bool
+) -> Iterator[tuple[bool, Any]]:
+    """Each file's verdict and what ``validate`` shows for it (its report, or its table row),
+    in order: with more than one core and :data:`POOL_MIN` files or more, computed by one child
+    process a core (:func:`schedlog.cli._split.fork_map`), each checking a log in one process;
+    the output is the same either way."""
+    cores = usable_cores()
+    if read_log is not None or cores < 2 or len(files) < POOL_MIN:
+        return (_validate_one(name, read_log, as_json, True) for name in files)
+    work = partial(_validate_one, read_log=None, as_json=as_json, split=False)
+    return fork_map(work, files, min(cores, _MAX_WORKERS))
+
+
+def _validate_one(
+    name: str, read_log: LogReader | None, as_json: bool, split: bool
+) -> tuple[bool, Any]:
+    check = check_session_log(name, read_log, split=split)
+    return check.ok, validate_report(check) if as_json else _human_validate_row(check)
 
 
 def _human_validate_row(check: LogCheck) -> tuple[str, ...]:
@@ -329,7 +359,12 @@ def replay_report(check: LogCheck, at: int | None) -> dict[str, Any]:
         return {"error": _error_value(check)}
     assert check.state is not None and check.contents is not None
     header = check.contents.header
-    active = [r.to_json() if at is None else r.view(at, SESSION_LOCAL) for r in check.state.active]
+    records = check.state.active
+    if at is None:  # every target formatted at once: a long active set prints fast
+        texts = format_instants([r.scheduled_at for r in records])
+        active = list(map(Record.to_json, records, texts))
+    else:
+        active = [r.view(at, SESSION_LOCAL) for r in records]
     return {
         "sessionId": header.session_id if header is not None else None,
         "seedLength": header.seed_length if header is not None else 0,

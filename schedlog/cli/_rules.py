@@ -35,10 +35,11 @@ from schedlog.rules.records import (
     decode_legacy_record,
     record_from_json,
 )
-from schedlog.rules.text import JSONSyntaxError, is_trimmed, loads_strict
+from schedlog.rules.text import is_trimmed
 from schedlog.rules.upcoming import local_line, upcoming_targets
 from schedlog.rules.update import resolve_update
 from schedlog.rules.zones import check_time_zone
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
     "RULES_OPS",

@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -62,6 +63,18 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _limit_logs() -> None:
+    """Rate-limit repeated log lines of uvicorn, asyncio and the service (serve.loglimit)."""
+    import structlog
+
+    from schedlog.serve.loglimit import RepeatLimiter, install, structlog_processor
+
+    limiter = RepeatLimiter()
+    install(limiter)
+    processors = structlog.get_config()["processors"]
+    structlog.configure(processors=[structlog_processor(limiter), *processors])
+
+
 async def _serve(
     args: argparse.Namespace,
     store: TaskStore,
@@ -74,6 +87,7 @@ async def _serve(
     from schedlog.runtime.clock import SystemClock
     from schedlog.serve.app import Host, build_app
     from schedlog.serve.auth import allowed_hosts
+    from schedlog.serve.limits import ACCEPT_BURST, Limits, connection_cap, protocol_class
     from schedlog.serve.web import page_url
 
     host, port = parse_listen(args.listen)
@@ -141,6 +155,10 @@ async def _serve(
 
     config = uvicorn.Config(
         app,
+        http=protocol_class(Limits(connection_cap(args.max_connections), args.header_timeout)),
+        # asyncio accepts up to `backlog` connections in one go before any is refused and
+        # closed: keep that burst inside the descriptors the connection cap leaves free.
+        backlog=ACCEPT_BURST,
         lifespan="on",
         log_level="warning",
         access_log=False,
@@ -148,6 +166,7 @@ async def _serve(
         proxy_headers=False,
         timeout_graceful_shutdown=5,
     )
+    _limit_logs()
     server = Server(config)
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started and not task.done():
@@ -161,8 +180,8 @@ async def _serve(
         print(f"schedlog host serve: {url}/v1", flush=True)
         where = "SCHEDLOG_TOKEN" if token_file is None else str(token_file)
         print(f"token: {where}", flush=True)
-        # The web page, signed in: the token rides in the fragment, which browsers never send.
-        print(f"page: {page_url(url, token)}", flush=True)
+        # The web page with a one-time sign-in code (never the token) in the fragment.
+        print(f"page: {page_url(url, app.state.signin.issue())}", flush=True)
     try:
         await task
     finally:
@@ -191,6 +210,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ValueError("--webhook-timeout must be more than 0 and at most 600 seconds")
         if not 1 <= args.max_event_clients <= 10_000:
             raise ValueError("--max-event-clients must be from 1 through 10000")
+        if not 1 <= args.max_connections <= 100_000:
+            raise ValueError("--max-connections must be from 1 through 100000")
+        if not 0.1 <= args.header_timeout <= 600:
+            raise ValueError("--header-timeout must be from 0.1 through 600 seconds")
     except ValueError as exc:
         print(f"schedlog host serve: {exc}", file=sys.stderr)
         return 2
@@ -204,7 +227,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 f"host serve --deliver-to on a postgresql:// store needs --token-file PATH or "
                 f"{TOKEN_ENV} (there is no file beside a database URL to keep the token in)"
             )
-        token, token_file = load_token(args.token_file or token_path(beside or args.store))
+        given = Path(args.token_file) if args.token_file is not None else None
+        token, token_file = load_token(given or token_path(beside or args.store))
     except TokenError as exc:
         return _fail(exc.code, str(exc))
     secret: bytes | None = None

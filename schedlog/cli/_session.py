@@ -29,12 +29,13 @@ from schedlog.cli.run_log import (
     started_message,
     stopped_message,
 )
+from schedlog.clock import Clock
 from schedlog.diagnostics import sent_fields
 from schedlog.rules.instants import parse_canonical_instant
 from schedlog.runtime.batch import BatchSession, delivery_json
 from schedlog.runtime.clock import SystemClock
 from schedlog.runtime.engine import SessionEngine
-from schedlog.runtime.interfaces import Clock, FollowupMessage
+from schedlog.runtime.interfaces import FollowupMessage
 from schedlog.runtime.session_file import FileSession
 
 __all__ = [

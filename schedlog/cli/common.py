@@ -10,7 +10,8 @@ from typing import Any, Final, TextIO
 
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError
 from schedlog.rules.instants import DAY_MS, days_from_civil, days_in_month
-from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
     "InvalidRequest",
@@ -175,5 +176,9 @@ def require(request: dict[str, Any], key: str, kind: type | tuple[type, ...]) ->
         raise InvalidRequest(f"{key} is required.")
     value = request[key]
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise InvalidRequest(f"{key} has the wrong JSON type.")
+        from schedlog.rules.records import json_type
+
+        names: dict[type, str] = {dict: "a JSON object", list: "a JSON array", str: "a string"}
+        wanted = names.get(kind if isinstance(kind, type) else type(None), "another JSON type")
+        raise InvalidRequest(f"{key} must be {wanted}, not {json_type(value)}.")
     return value

@@ -19,6 +19,7 @@ import os
 from typing import TYPE_CHECKING, Any, Final
 
 from schedlog._lazy import lazy_command, lazy_exports
+from schedlog.about import docs_url
 from schedlog.cli.run_log import add_run_log_args
 
 if TYPE_CHECKING:
@@ -63,12 +64,13 @@ def _records(text: str) -> int:
         raise argparse.ArgumentTypeError("must be an integer from 1 through 10000") from exc
 
 
-def store_args(parser: argparse.ArgumentParser) -> None:
-    """``--store`` (default ``$SCHEDLOG_STORE``) and ``--backend``."""
+def store_args(parser: argparse.ArgumentParser, *, optional: bool = False) -> None:
+    """``--store`` (default ``$SCHEDLOG_STORE``; required without it unless ``optional``) and
+    ``--backend``."""
     default = os.environ.get("SCHEDLOG_STORE") or None
     parser.add_argument(
         "--store",
-        required=default is None,
+        required=default is None and not optional,
         default=default,
         metavar="PATH|URL",
         help=(
@@ -106,14 +108,14 @@ def _service_args(parser: argparse.ArgumentParser) -> None:
 def _serve_parser(hsub: Any) -> None:
     serve = hsub.add_parser(
         "serve",
-        help="serve the host service over HTTP (docs/http-api.md)",
+        help=f"serve the host service over HTTP ({docs_url('http-api.md')})",
         description=(
             "Deliver due reminders (as host run does) and serve the /v1 HTTP API on the same "
             "service. Every /v1 route needs Authorization: Bearer <token>; the token comes "
             "from SCHEDLOG_TOKEN or from the token file (generated on first start, mode 0600). "
-            "Prints the URL and the token file on start, then the URL of the web task page "
-            "at / with the token in its fragment (docs/operations.md#web-page). Needs the "
-            "serve extra."
+            "Prints the URL and the token file on start (never the token), then the URL of "
+            "the web task page at / with a one-time sign-in code in its fragment, valid for "
+            f"60 s ({docs_url('operations.md#web-page')}). Needs the serve extra."
         ),
     )
     _store_args(serve)
@@ -154,6 +156,22 @@ def _serve_parser(hsub: Any) -> None:
         help="concurrent /v1/events streams (default 32)",
     )
     serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        metavar="N",
+        help="open connections at most; one more is answered 503 (default 256, lowered to keep "
+        "64 descriptors free under the open-files limit)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds a client has to send a request's headers, idle connections included "
+        "(default 10)",
+    )
+    serve.add_argument(
         "--webhook-secret-file",
         metavar="PATH",
         help="HMAC secret for --deliver-to (mode 0600; else SCHEDLOG_WEBHOOK_SECRET)",
@@ -184,14 +202,14 @@ def register(sub: Any) -> None:
         "host",
         help="the host protocol: one task store for all sessions",
         description=(
-            "Run the host service (docs/protocol.md#host) over a task store and a sessions "
-            "directory."
+            f"Run the host service ({docs_url('protocol.md#host')}) over a task store and a "
+            "sessions directory."
         ),
     )
     hsub = host.add_subparsers(dest="host_command", required=True, metavar="COMMAND")
     batch = hsub.add_parser(
         "batch",
-        help="answer JSON Lines host requests from stdin (docs/protocol.md#batch-host)",
+        help=f"answer JSON Lines host requests from stdin ({docs_url('protocol.md#batch-host')})",
         description=(
             "One JSON request per stdin line, one JSON result per line, on a virtual clock; "
             "deliveries happen only on tick."
@@ -225,12 +243,17 @@ def register(sub: Any) -> None:
     history.add_argument("--limit", type=int, default=20, help="records per page (1-100)")
     history.add_argument("--before", help="page cursor: a messageId from nextBefore")
     history.add_argument(
-        "--json", action="store_true", help="print the page as JSON (docs/protocol.md#history)"
+        "--json",
+        action="store_true",
+        help=f"print the page as JSON ({docs_url('protocol.md#history')})",
     )
     history.set_defaults(func=_cmd_history)
     migrate = sub.add_parser(
         "migrate",
-        help="recreate a log's legacy reminders as host tasks (docs/operations.md#migration)",
+        help=(
+            "recreate a log's legacy reminders as host tasks "
+            f"({docs_url('operations.md#migration')})"
+        ),
         description="Fold the log's owned suffix and create a host task per active reminder.",
     )
     migrate.add_argument("--log", required=True, help="the session log (never modified)")

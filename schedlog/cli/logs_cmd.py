@@ -71,7 +71,7 @@ _SUMMARY_READ: Final = read_log
 
 def _reader() -> LogReader | None:
     """``read_log`` for the implementation: None while it is the summary read above, which
-    lets the implementation take its fast path (``schedlog.invariant._fastcheck``) first."""
+    lets the implementation take its fast path (``schedlog.invariant.fastcheck``) first."""
     return None if read_log is _SUMMARY_READ else read_log
 
 

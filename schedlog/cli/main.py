@@ -31,11 +31,16 @@ def build_parser(*, logs_only: bool = False) -> argparse.ArgumentParser:
             "replay session logs, run the session-local engine or the host service."
         ),
     )
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the schedlog, tzdata (and IANA release) and Python versions, then exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     if logs_only:
         logs_cmd.register(sub, validate_store=_validate_store)
         return parser
-    from schedlog.cli import host_cmd, rules_cmd, session_cmd, store_cmd
+    from schedlog.cli import host_cmd, mcp_cmd, rules_cmd, session_cmd, store_cmd
 
     rules_cmd.register(sub)
     logs_cmd.register(sub, validate_store=_validate_store)
@@ -43,7 +48,21 @@ def build_parser(*, logs_only: bool = False) -> argparse.ArgumentParser:
     session_cmd.register_tools(sub)
     host_cmd.register(sub)
     store_cmd.register(sub)
+    mcp_cmd.register(sub)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: reads the package metadata only when asked (not on every start-up)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from schedlog.about import version_line
+
+        print(version_line())  # stdout, as argparse's own version action does
+        parser.exit()
 
 
 def _validate_store(path: str, backend: str | None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from schedlog._lazy import lazy_command, lazy_exports
+from schedlog.about import docs_url
 
 if TYPE_CHECKING:
     from schedlog.cli._rules import RULES_OPS, decode_any_record, upcoming_targets
@@ -51,7 +52,7 @@ def register(sub: Any) -> None:
     rsub = rules.add_subparsers(dest="rules_command", required=True, metavar="COMMAND")
     batch = rsub.add_parser(
         "batch",
-        help="answer JSON Lines rule requests from stdin (docs/protocol.md#batch-rules)",
+        help=f"answer JSON Lines rule requests from stdin ({docs_url('protocol.md#batch-rules')})",
         description=(
             "Read one JSON request per stdin line and write one JSON result per line. Ops: "
             + ", ".join(OP_NAMES)

@@ -17,6 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 from schedlog._lazy import lazy_command, lazy_exports
+from schedlog.about import docs_url
 from schedlog.cli.run_log import add_run_log_args
 
 if TYPE_CHECKING:
@@ -48,7 +49,10 @@ def register(subparsers: Any) -> None:
     commands = session.add_subparsers(dest="session_command", required=True, metavar="COMMAND")
     batch = commands.add_parser(
         "batch",
-        help="answer JSON requests on stdin at virtual time (docs/protocol.md#batch-session)",
+        help=(
+            "answer JSON requests on stdin at virtual time "
+            f"({docs_url('protocol.md#batch-session')})"
+        ),
         description=(
             "Run the session-local protocol on one JSON Lines session log: one JSON request per "
             "stdin line, one JSON result per line on stdout."

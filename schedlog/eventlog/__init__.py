@@ -3,6 +3,11 @@ forks.
 
 Appending, which the replay invariant guards, is :class:`schedlog.invariant.appender.LogAppender`.
 
+The typed wire schema of the lines writers emit is :mod:`schedlog.eventlog.wire`; the summary
+read's fast path of one line is :mod:`schedlog.eventlog.fastline`. The fast path of a whole read
+and fold (``validate``, ``replay``) is :mod:`schedlog.invariant.fastcheck`, beside the check it
+shortens; every fast path is proven equal to :func:`schedlog.eventlog.reader.reference_line`.
+
 The names below load lazily: importing one submodule (the reader, say) costs only that module.
 """
 

@@ -6,17 +6,17 @@ the fold knows; the decoder accepts both dispatch shapes.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import msgspec
 
 from schedlog.errors import CorruptScheduleError
+from schedlog.eventlog import wire
 from schedlog.eventlog.errors import CorruptLogError, child_path
-from schedlog.rules.decide import MIN_EVERY_SECONDS_SESSION
 from schedlog.rules.instants import format_instant, parse_canonical_instant
 from schedlog.rules.record import Record
-from schedlog.rules.records import MAX_EVERY_SECONDS, TITLE_MAX_UNITS, decode_legacy_record
-from schedlog.rules.text import JS_WHITESPACE, MAX_SAFE_INT, is_trimmed, json_int, utf16_len
+from schedlog.rules.records import decode_legacy_record, typed_texts_ok
+from schedlog.rules.text import is_trimmed, json_int
 
 __all__ = [
     "Change",
@@ -112,275 +112,106 @@ def decode_change(value: object) -> Change:
 
 
 def _decode_plain(value: object) -> Change | None:
-    """The fast path for the changes writers emit: plain ``int`` numbers, no surprises.
+    """The fast path for the changes writers emit: the payload converted into the wire
+    structs (:mod:`schedlog.eventlog.wire`), whose types and ``Meta`` ranges hold the shape
+    and the numeric rules, then the typed record rules.
 
     It accepts only what :func:`_decode_exact` accepts, and returns the same change; anything
     else (an integral float, a wrong type, a missing or extra key, a bad value) returns None
-    and goes to the exact decoder, which gives the verdict and the diagnostic. It is at least
-    as strict as the exact path, check by check (docs/protocol.md#changes, docs/protocol.md#records,
-    docs/protocol.md#record-decoders):
-
-    * ``version`` is the ``int`` 1 (``1.0`` goes to the exact path, which accepts it);
-    * the key set is exact: the count matches and every required key has a value of its type;
-    * ids are non-empty and trimmed; a prompt is non-empty and trimmed (so not blank); a title,
-      when present, is non-empty, trimmed and at most 120 UTF-16 units (so not blank);
-    * ``afterSeconds`` is an ``int`` in [1, 2**53-1], ``everySeconds`` an ``int`` in
-      [300, 9007199254740]; instants are canonical.
+    and goes to the exact decoder, which gives the verdict and the diagnostic
+    (``tests/eventlog/test_changes.py`` proves the two equal). A ``title`` of ``null`` is not an
+    absent title: such a payload goes to the exact decoder too.
     """
     if type(value) is not dict:
         return None
-    version = value.get("version")
-    if type(version) is not int or version != 1:
+    try:
+        data = _convert(value, wire.ChangeData)
+    except msgspec.ValidationError:
         return None
-    operation = value.get("operation")
-    size = len(value)
-    if operation == "create":
-        record = value.get("schedule")
-        if size != 3 or type(record) is not dict:
+    if isinstance(data, wire.CreateData):
+        if value["schedule"].get("title", "") is None:
             return None
-        return _plain_create(record)
-    change_id = value.get("id")
-    if type(change_id) is not str or not change_id or change_id.strip(JS_WHITESPACE) != change_id:
-        return None
-    if operation == "dispatch":
-        if size == 3:
-            return DispatchChange(id=change_id)
-        if size != 4:
-            return None
-        accepted_at = parse_canonical_instant(value.get("acceptedAt"))
-        return (
-            None if accepted_at is None else DispatchChange(id=change_id, accepted_at=accepted_at)
-        )
-    if operation == "delete" and size == 3:
-        return DeleteChange(id=change_id)
-    return None
+        return _typed_create(data.schedule)
+    return _typed_target(data)
 
 
-def _plain_create(record: dict[str, Any]) -> CreateChange | None:
-    kind = record.get("kind")
-    title = record.get("title")
-    if title is None and "title" in record:  # null is not an absent title
-        return None
-    size = len(record) - (title is not None)
-    if size != (4 if kind == "at" else 5):  # with the kind checks below: an exact key set
-        return None
-    schedule = _plain_record(
-        record.get("id"),
-        kind,
-        title,
-        record.get("prompt"),
-        record.get("afterSeconds"),
-        record.get("everySeconds"),
-        record.get("scheduledAt"),
-    )
-    return None if schedule is None else CreateChange(schedule=schedule)
-
-
-def _plain_record(
-    record_id: object,
-    kind: object,
-    title: object,
-    prompt: object,
-    after_seconds: object,
-    every_seconds: object,
-    scheduled_at: object,
-) -> Record | None:
-    """The record checks of :func:`_decode_plain`; None stands for an absent member."""
-    if title is not None and (
-        type(title) is not str
-        or not title
-        or title.strip(JS_WHITESPACE) != title
-        or utf16_len(title) > TITLE_MAX_UNITS
-    ):
-        return None
-    if kind == "after":
-        if (
-            every_seconds is not None
-            or type(after_seconds) is not int
-            or not 1 <= after_seconds <= MAX_SAFE_INT
-        ):
-            return None
-    elif kind == "every":
-        if (
-            after_seconds is not None
-            or type(every_seconds) is not int
-            or not MIN_EVERY_SECONDS_SESSION <= every_seconds <= MAX_EVERY_SECONDS
-        ):
-            return None
-    elif kind != "at" or after_seconds is not None or every_seconds is not None:
-        return None
-    if (
-        type(record_id) is not str
-        or not record_id
-        or record_id.strip(JS_WHITESPACE) != record_id
-        or type(prompt) is not str
-        or not prompt
-        or prompt.strip(JS_WHITESPACE) != prompt
-    ):
-        return None
-    target = parse_canonical_instant(scheduled_at)
-    if target is None:
-        return None
-    return Record(
-        id=record_id,
-        kind=kind,
-        prompt=prompt,
-        scheduled_at=target,
-        title=title,
-        after_seconds=after_seconds,
-        every_seconds=every_seconds,
-    )
+_convert = msgspec.convert
 
 
 # --- whole schedule/change lines, typed (the summary read's fast path) -------------------------
 
-
-class _Line(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-class _After(_Line, tag_field="kind", tag="after"):
-    id: str
-    prompt: str
-    afterSeconds: int
-    scheduledAt: str
-    title: str | None = None
-
-
-class _At(_Line, tag_field="kind", tag="at"):
-    id: str
-    prompt: str
-    scheduledAt: str
-    title: str | None = None
-
-
-class _Every(_Line, tag_field="kind", tag="every"):
-    id: str
-    prompt: str
-    everySeconds: int
-    scheduledAt: str
-    title: str | None = None
-
-
-class _Create(_Line, tag_field="operation", tag="create"):
-    version: int
-    schedule: _After | _At | _Every
-
-
-class _Delete(_Line, tag_field="operation", tag="delete"):
-    version: int
-    id: str
-
-
-class _Dispatch(_Line, tag_field="operation", tag="dispatch"):
-    version: int
-    id: str
-    acceptedAt: str | None = None
-
-
-class _ChangeLine(msgspec.Struct, forbid_unknown_fields=True):
-    type: str
-    data: _Create | _Delete | _Dispatch
-
-
-_decode_line = msgspec.json.Decoder(_ChangeLine).decode
+_decode_line = msgspec.json.Decoder(wire.ChangeLine).decode
 
 
 def decode_change_line(body: bytes) -> Change | None:
     """The change of a whole ``schedule/change`` line (``body``: the line, with or without its
-    ``\\n``), decoded straight into Structs, when the line holds exactly such a change.
+    ``\\n``), decoded straight into the wire structs (:mod:`schedlog.eventlog.wire`), when the
+    line holds exactly such a change.
 
     None means "not taken": the caller reads the line the ordinary way (strict JSON, the
     envelope, :func:`decode_change`), which gives the verdict. Taken means: the line decodes
-    into the Structs (so it is JSON, every member is a known one of the right type for its
-    ``operation`` and ``kind``, none is missing, and it is valid UTF-8: msgspec checks every
-    string it decodes, and the keys of known members are ASCII), ``type`` is
-    ``schedule/change``, the change passes the checks of :func:`_decode_plain`, and no key is
-    given twice and none is ``null``. The result is the change :func:`decode_change` returns.
-    Spacing and key order do not matter.
+    into the structs (so it is JSON, every member is a known one of the right type and range
+    for its ``operation`` and ``kind``, none is missing, and it is valid UTF-8: msgspec checks
+    every string it decodes, and the keys of known members are ASCII), the record passes the
+    typed text rules, instants are canonical, and no key is given twice and none is ``null``.
+    The result is the change :func:`decode_change` returns. Spacing and key order do not
+    matter.
 
     The duplicate check counts ``:`` bytes. Outside strings a ``:`` only ever ends a key, so
     the line has one for every member of every object, plus those inside its strings. The
-    Structs know how many members they were given and every string they hold; a key given
+    structs know how many members they were given and every string they hold; a key given
     twice (msgspec keeps the last value) or a member given as ``null`` (which decodes like an
     absent one) leaves the line with more ``:`` bytes than that. Inside a string a ``:`` is
     either itself or the escape ``\\u003a``; a line with ``\\u003`` anywhere is not taken, so
     each decoded string has exactly the ``:`` bytes of its text in the line.
     """
     try:
-        line = _decode_line(body)
+        data = _decode_line(body).data
     except Exception:  # any shape or syntax surprise: the ordinary path decides
         return None
-    data = line.data
-    if line.type != "schedule/change" or data.version != 1 or b"\\u003" in body:
+    if b"\\u003" in body:
         return None
     colons = body.count(b":")
-    if isinstance(data, _Create):
-        return _typed_create(data.schedule, colons)
+    if isinstance(data, wire.CreateData):
+        record = data.schedule
+        # type, data; version, operation, schedule; id, kind, prompt, the seconds, scheduledAt
+        members = 9 if type(record) is wire.AtRecord else 10
+        text = record.id.count(":") + record.prompt.count(":") + 2  # an instant has 2
+        if record.title is not None:
+            members += 1
+            text += record.title.count(":")
+        return _typed_create(record) if colons == members + text else None
+    # type, data; version, operation, id; acceptedAt and an instant's 2
+    expected = 5 + data.id.count(":")
+    if type(data) is wire.DispatchData and data.acceptedAt is not None:
+        expected += 3
+    return _typed_target(data) if colons == expected else None
+
+
+def _typed_target(data: wire.DeleteData | wire.DispatchData) -> Change | None:
+    """The delete or dispatch of typed change ``data``, when its id is trimmed and its
+    ``acceptedAt`` (if any) canonical."""
     change_id = data.id
-    if not change_id or change_id.strip(JS_WHITESPACE) != change_id:
+    if not change_id or not typed_texts_ok([change_id], [], []):
         return None
-    expected = 5 + change_id.count(":")  # type, data; version, operation, id
-    if isinstance(data, _Delete):
-        return DeleteChange(id=change_id) if colons == expected else None
-    accepted = data.acceptedAt
+    if type(data) is wire.DeleteData:
+        return DeleteChange(id=change_id)
+    accepted = data.acceptedAt  # type: ignore[union-attr]
     if accepted is None:
-        return DispatchChange(id=change_id) if colons == expected else None
-    if colons != expected + 3:  # the key and a canonical instant's 2
-        return None
+        return DispatchChange(id=change_id)
     accepted_at = parse_canonical_instant(accepted)
     return None if accepted_at is None else DispatchChange(id=change_id, accepted_at=accepted_at)
 
 
-def _typed_create(record: _After | _At | _Every, colons: int) -> CreateChange | None:
-    """:func:`decode_change_line` of a create: the checks of :func:`_plain_record`."""
-    record_id, prompt, title = record.id, record.prompt, record.title
-    if (
-        not record_id
-        or record_id.strip(JS_WHITESPACE) != record_id
-        or not prompt
-        or prompt.strip(JS_WHITESPACE) != prompt
-    ):
-        return None
-    # type, data; version, operation, schedule; id, kind, prompt, the seconds, scheduledAt
-    members = 10
-    text = record_id.count(":") + prompt.count(":") + 2  # a canonical instant has 2
-    if title is not None:
-        if not title or title.strip(JS_WHITESPACE) != title or utf16_len(title) > TITLE_MAX_UNITS:
-            return None
-        members += 1
-        text += title.count(":")
-    after = every = None
-    kind: Literal["after", "at", "every"]
-    if isinstance(record, _After):
-        kind = "after"
-        after = record.afterSeconds
-        if not 1 <= after <= MAX_SAFE_INT:
-            return None
-    elif isinstance(record, _Every):
-        kind = "every"
-        every = record.everySeconds
-        if not MIN_EVERY_SECONDS_SESSION <= every <= MAX_EVERY_SECONDS:
-            return None
-    else:
-        kind = "at"
-        members -= 1  # no seconds
-    if colons != members + text:
+def _typed_create(record: wire.WireRecord) -> CreateChange | None:
+    """The create of typed ``record``, when it passes the typed record rules."""
+    title = record.title
+    if not typed_texts_ok([record.id], [record.prompt], [] if title is None else [title]):
         return None
     target = parse_canonical_instant(record.scheduledAt)
     if target is None:
         return None
-    return CreateChange(
-        schedule=Record(
-            id=record_id,
-            kind=kind,
-            prompt=prompt,
-            scheduled_at=target,
-            title=title,
-            after_seconds=after,
-            every_seconds=every,
-        )
-    )
+    return CreateChange(schedule=wire.record_of(record, target))
 
 
 def _decode_exact(value: object) -> Change:

@@ -18,7 +18,6 @@ from typing import Any, BinaryIO, Final, NamedTuple
 
 import msgspec
 
-from schedlog.eventlog._fastline import summary_line
 from schedlog.eventlog.changes import Change
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.events import (
@@ -27,8 +26,10 @@ from schedlog.eventlog.events import (
     LogEvent,
     event_from_value,
 )
+from schedlog.eventlog.fastline import summary_line
 from schedlog.eventlog.header import Header, decode_header
-from schedlog.rules.text import DuplicateKeyError, JSONSyntaxError, js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
+from schedlog.strictjson import DuplicateKeyError, JSONSyntaxError, loads_strict
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -39,6 +40,7 @@ __all__ = [
     "parse_lines",
     "parse_log",
     "read_log",
+    "reference_line",
 ]
 
 #: The longest line of a session log, in bytes without its ``\\n`` (16 MiB). Writers refuse to
@@ -160,6 +162,14 @@ def read_log(
         )
 
 
+def read_log_fd(fd: int, name: str, *, keep_events: bool = True) -> LogContents:
+    """:func:`read_log` of the open file ``fd`` (named ``name`` in messages), from its start;
+    the descriptor stays open. A caller that opened the file safely reads that very file."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    with open(fd, "rb", closefd=False) as stream:
+        return parse_lines(_bounded_lines(stream), file=name, keep_events=keep_events)
+
+
 class _Overlong(bytes):
     """Stands for a line longer than :data:`MAX_LINE_BYTES` without holding it: its content is
     only its ``\\n`` (none for a torn tail), its ``len()`` the line's real length."""
@@ -230,11 +240,15 @@ def _corruption(file: str, line: int, offset: int, exc: CorruptLogError) -> LogC
 # --- the reference decoder of one line ---------------------------------------------------------
 
 
-def _reference_line(raw: bytes, line_no: int) -> Header | LogEvent:
+def reference_line(raw: bytes, line_no: int) -> Header | LogEvent:
     """The readable strict decoder of complete line ``line_no`` (``raw`` keeps its ``\\n``):
     the header for line 1, else the event. Raises :class:`CorruptLogError`.
 
-    The line must be strict JSON (:func:`schedlog.rules.text.loads_strict`: UTF-8, no NaN or
+    A documented internal name: the reference of every fast path
+    (:mod:`schedlog.eventlog.fastline`, :mod:`schedlog.invariant.fastcheck`), which fall back
+    to it for every line they are not sure of.
+
+    The line must be strict JSON (:func:`schedlog.strictjson.loads_strict`: UTF-8, no NaN or
     Infinity token, no key given twice), with one exception: after line 1, a key given twice
     inside the ``data`` of an event whose type is neither ``schedule/change`` nor
     ``message/followup`` is allowed, and the last value counts, as with ``JSON.parse``
@@ -343,7 +357,7 @@ def decode_event_line(raw: bytes) -> LogEvent:
     event = _compact_event(raw)
     if event is not None:
         return event
-    item = _reference_line(raw, 2)
+    item = reference_line(raw, 2)
     assert type(item) is LogEvent
     return item
 
@@ -412,7 +426,7 @@ def parse_lines(
                     offset += size
                     continue
         try:
-            item = _reference_line(raw, line_no)
+            item = reference_line(raw, line_no)
         except CorruptLogError as exc:
             corruption = _corruption(file, line_no, offset, exc)
         else:

@@ -29,6 +29,7 @@ from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member, occurrence
 from schedlog.host.due import DueTasks, due_tasks_for
 from schedlog.host.history import check_limit, history_page
+from schedlog.host.limits import SeenSessions
 from schedlog.host.sessions import SessionController, SessionHandle
 from schedlog.host.stores.base import (
     InsertsMany,
@@ -65,7 +66,7 @@ class HostCore:
         self._listeners: list[Callable[[str], None]] = []
         self._change_listeners: list[ChangeListener] = []
         self.drive_requested: Callable[[], None] = lambda: None
-        self._touched: set[str] = set()
+        self._touched = SeenSessions()  # bounded (docs/http-api.md#limits)
 
     # --- index and notifications ---------------------------------------------------------
 
@@ -115,10 +116,10 @@ class HostCore:
     # ----------------------------------------------------
 
     def touch_session(self, session_id: str) -> None:
-        """Emit the legacy warnings the first time a session is opened in this host's life."""
-        if session_id in self._touched:
+        """Emit the legacy warnings the first time a session is opened (among the
+        :data:`~schedlog.host.limits.SEEN_SESSIONS` sessions seen last)."""
+        if not self._touched.first_sight(session_id):
             return
-        self._touched.add(session_id)
         try:
             count = self.sessions.legacy_reminders(session_id)
         except Exception as exc:  # the session opens whatever its history holds

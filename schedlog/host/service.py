@@ -18,12 +18,14 @@ from typing import Any, Final, TypeVar, cast
 import structlog
 
 from schedlog.absent import ABSENT
+from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.diagnostics import failure_fields
 from schedlog.errors import ScheduleError
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
 from schedlog.host.core import CHANGED, HostCore, Outgoing
 from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
+from schedlog.host.limits import check_session_id
 from schedlog.host.retry import Backoff
 from schedlog.host.sessions import SessionController
 from schedlog.host.stores.base import (
@@ -36,8 +38,6 @@ from schedlog.host.task import Task, TaskIdSource, new_task, new_task_id
 from schedlog.rules.record import Record
 from schedlog.rules.records import build_record, validate_host_create_args
 from schedlog.rules.update import UpdateResult
-from schedlog.runtime.clock import MAX_WAIT_MS
-from schedlog.runtime.interfaces import Clock
 
 __all__ = [
     "CHANGED",
@@ -60,7 +60,6 @@ _REMOTE_KINDS: Final[dict[str, ChangeKind]] = {
 TIMER_BACKOFF_MS: Final = 100
 MAX_TIMER_BACKOFF_MS: Final = 5_000
 MSG_STOPPING: Final = "Schedule service is stopping"
-MSG_SESSION_ID: Final = "A schedule task needs a non-empty session id"
 
 _log = structlog.get_logger("schedlog.host")
 T = TypeVar("T")
@@ -262,15 +261,13 @@ class HostService:
         """Create a task (docs/protocol.md#host-tools); raises :class:`ScheduleInputError` for
         invalid input."""
         self._check_open()
+        # docs/http-api.md#limits: also keeps a task that would refuse the whole store at the
+        # next open (an empty sessionId, docs/protocol.md#task-document) from being written.
+        check_session_id(session_id)
         request = validate_host_create_args(args)  # parsed once; built from the typed request
         task_id = self.task_ids()
         now = self.clock.now_ms()  # before queueing: a create may already be due when it lands
         record = build_record(request, id=task_id, now=now)
-        if type(session_id) is not str or not session_id:
-            # A task's sessionId must be a non-empty string (docs/protocol.md#task-document):
-            # writing one that is not would leave a task that refuses the whole store at the next
-            # open.
-            raise ScheduleError("internal_error", MSG_SESSION_ID)
         task = new_task(session_id, record)
         await self._insert(task)
         return record
@@ -529,3 +526,11 @@ class HostService:
             self._writer.shutdown(wait=True)
         self.core.store.close()
         self._closed = True
+
+    async def __aenter__(self) -> HostService:
+        """The open service (it starts when constructed, inside the running loop)."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """:meth:`aclose`."""
+        await self.aclose()

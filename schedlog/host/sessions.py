@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from schedlog.eventlog.followups import Member
-from schedlog.eventlog.reader import read_log
+from schedlog.eventlog.reader import read_log_fd
 from schedlog.invariant.appender import LogAppender
+from schedlog.invariant.log_open import open_log_file
 from schedlog.invariant.logs import validate_log
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
 _SAFE: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 #: The longest log file name, ``<enc(S)>.jsonl``: the usual file-system limit (NAME_MAX).
 MAX_LOG_NAME_BYTES: Final = 255
+_DIRECTORY_FLAGS: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class SessionIdTooLong(ValueError):
@@ -92,6 +94,15 @@ class SessionsDirectory:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self._open: dict[str, LogAppender] = {}
+        self._dir_fd: int | None = None
+
+    def _directory_fd(self) -> int:
+        """The sessions directory, created if missing, opened once: every log is opened under
+        it with ``O_NOFOLLOW`` (docs/protocol.md#session-log)."""
+        if self._dir_fd is None:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._dir_fd = os.open(self.directory, _DIRECTORY_FLAGS)
+        return self._dir_fd
 
     def path_of(self, session_id: str) -> Path:
         """``DIR/<enc(S)>.jsonl``, always a plain name inside ``DIR`` (``enc`` leaves no ``/``,
@@ -108,12 +119,12 @@ class SessionsDirectory:
     def resolve(self, session_id: str) -> LogAppender:
         log = self._open.get(session_id)
         if log is None or log.closed:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            dir_fd = self._directory_fd()
             # Only line-level validity: the host never folds a session's legacy schedule events
             # to deliver into it; unreadable ones only earn a warning
             # (docs/protocol.md#legacy-events).
             log = LogAppender.open(
-                self.path_of(session_id), session_id=session_id, fold_schedule=False
+                self.path_of(session_id), session_id=session_id, fold_schedule=False, dir_fd=dir_fd
             )
             self._open[session_id] = log
         return log
@@ -128,11 +139,21 @@ class SessionsDirectory:
             path = self.path_of(session_id)
         except SessionIdTooLong:
             return 0  # no log can exist under that id
-        if not path.exists():
+        if not self.directory.exists():
             return 0
-        contents = read_log(path)
+        try:
+            fd, _ = open_log_file(path.name, dir_fd=self._directory_fd(), write=False)
+        except FileNotFoundError:
+            return 0
+        try:
+            contents = read_log_fd(fd, str(path))
+        finally:
+            os.close(fd)
         return len(validate_log(contents).active)
 
     def close(self) -> None:
         for session_id in list(self._open):
             self.discard(session_id)
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None

@@ -3,6 +3,11 @@ order, receipts and the effective delivery history of tasks saved without one.
 
 A task is immutable; every write builds a new one. Instants are epoch ms inside and canonical
 strings only at the JSON boundary.
+
+A paused task (docs/decisions.md#pause-and-resume) is an active task with ``paused_at`` set: it
+keeps its record, id and history and is never delivered. The ``pausedAt`` member exists only in
+stores that can hold it; the upstream task document has no such member, so decoding refuses it
+unless the caller's medium is one that can (``pausable=True``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from schedlog.rules.text import is_trimmed
 
 __all__ = [
     "MSG_LAST_DELIVERY",
+    "MSG_PAUSED_INACTIVE",
     "History",
     "HistoryRecord",
     "InvalidTaskError",
@@ -40,6 +46,9 @@ Status = Literal["active", "inactive"]
 MSG_LAST_DELIVERY: Final = "Last delivery must match the latest saved delivery receipt"
 
 _TASK_KEYS: Final = frozenset({"sessionId", "record", "status", "lastDelivery", "deliveryHistory"})
+#: The task members of a store that can hold the paused state.
+_PAUSABLE_TASK_KEYS: Final = _TASK_KEYS | {"pausedAt"}
+MSG_PAUSED_INACTIVE: Final = "schedule task pausedAt is allowed only on an active task"
 _RECEIPT_KEYS: Final = frozenset({"scheduledAt", "deliveredAt", "messageId"})
 _HISTORY_RECORD_KEYS: Final = frozenset({*_RECEIPT_KEYS, "prompt"})
 _HISTORY_KEYS: Final = frozenset({"records", "earlierRecordsUnavailable", "earlierRecordsPruned"})
@@ -113,7 +122,8 @@ class Task(msgspec.Struct, frozen=True, kw_only=True):
     """One reminder of the host store.
 
     ``status`` None means the stored task has no ``status`` member; it reads as active and is
-    written back as such only when the task itself is rewritten.
+    written back as such only when the task itself is rewritten. ``paused_at`` is the instant
+    (epoch ms) the pause was committed, None when the task is not paused.
     """
 
     session_id: str
@@ -121,6 +131,7 @@ class Task(msgspec.Struct, frozen=True, kw_only=True):
     status: Status | None = "active"
     last_delivery: Receipt | None = None
     history: History | None = None
+    paused_at: int | None = None
 
     @property
     def id(self) -> str:
@@ -129,6 +140,10 @@ class Task(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def active(self) -> bool:
         return self.status != "inactive"
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
 
     @property
     def effective_status(self) -> Status:
@@ -169,11 +184,13 @@ def effective_history(task: Task) -> History:
 
 
 def encode_task(task: Task) -> dict[str, Any]:
-    """The task document in writing order: sessionId, record, status, lastDelivery,
-    deliveryHistory (absent members stay absent)."""
+    """The task document in writing order: sessionId, record, status, pausedAt, lastDelivery,
+    deliveryHistory (absent members stay absent; ``pausedAt`` is present only while paused)."""
     out: dict[str, Any] = {"sessionId": task.session_id, "record": task.record.to_json()}
     if task.status is not None:
         out["status"] = task.status
+    if task.paused_at is not None:
+        out["pausedAt"] = format_instant(task.paused_at)
     if task.last_delivery is not None:
         out["lastDelivery"] = task.last_delivery.to_json()
     if task.history is not None:
@@ -275,14 +292,17 @@ def _history(value: object) -> History:
     return History(records=records, earlier_unavailable=unavailable, earlier_pruned=pruned)
 
 
-def decode_task(key: str, value: object) -> Task:
+def decode_task(key: str, value: object, *, pausable: bool = False) -> Task:
     """Decode the task stored under ``key`` (docs/protocol.md#task-document), or raise
     :class:`InvalidTaskError` naming the failing member. Numbers come back in integer form, records
     in canonical order.
+
+    ``pausable`` admits the ``pausedAt`` member (a canonical instant, on an active task only);
+    without it, as in the upstream document, ``pausedAt`` is an unknown member.
     """
     if not isinstance(value, dict):
         raise _fail("schedule task must be an object")
-    extra = sorted(value.keys() - _TASK_KEYS)
+    extra = sorted(value.keys() - (_PAUSABLE_TASK_KEYS if pausable else _TASK_KEYS))
     if extra:
         raise _fail(f"schedule task has unknown member {extra[0]!r}")
     session_id = value.get("sessionId")
@@ -299,6 +319,9 @@ def decode_task(key: str, value: object) -> Task:
     status = value.get("status")
     if "status" in value and status not in ("active", "inactive"):
         raise _fail('schedule task status must be "active" or "inactive"')
+    paused_at = _instant(value["pausedAt"], "pausedAt") if "pausedAt" in value else None
+    if paused_at is not None and status == "inactive":
+        raise _fail(MSG_PAUSED_INACTIVE)
     receipt = _receipt(value["lastDelivery"]) if "lastDelivery" in value else None
     history = _history(value["deliveryHistory"]) if "deliveryHistory" in value else None
     if history is not None:
@@ -313,4 +336,5 @@ def decode_task(key: str, value: object) -> Task:
         status=status,
         last_delivery=receipt,
         history=history,
+        paused_at=paused_at,
     )

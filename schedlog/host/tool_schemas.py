@@ -16,7 +16,12 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST
-from schedlog.rules.records import HOST_SELECTORS, MAX_EVERY_SECONDS, TITLE_MAX_UNITS
+from schedlog.rules.records import (
+    HOST_SELECTORS,
+    MAX_EVERY_SECONDS,
+    PROMPT_MAX_UNITS,
+    TITLE_MAX_UNITS,
+)
 from schedlog.tool_schemas import (
     AfterSeconds,
     AtString,
@@ -28,7 +33,6 @@ from schedlog.tool_schemas import (
     Prompt,
     RecordId,
     ResultTable,
-    State,
     TimeZoneName,
     ToolId,
     ToolTable,
@@ -39,6 +43,7 @@ from schedlog.tool_schemas import (
 __all__ = [
     "RESULT_TYPES",
     "TOOLS",
+    "UNSERVED",
     "UPDATE_SELECTORS",
     "AfterView",
     "AtView",
@@ -49,9 +54,16 @@ __all__ = [
     "DeleteResult",
     "ErrorValue",
     "EveryView",
+    "PauseNotApplied",
+    "PauseResult",
+    "ResumeEnded",
+    "ResumeNotApplied",
+    "ResumeResult",
     "ScheduleCreateArgs",
     "ScheduleDeleteArgs",
     "ScheduleListArgs",
+    "SchedulePauseArgs",
+    "ScheduleResumeArgs",
     "ScheduleUpdateArgs",
     "UpdateNotApplied",
     "WeeklySelector",
@@ -64,6 +76,8 @@ __all__ = [
 UPDATE_SELECTORS: Final = tuple(s for s in HOST_SELECTORS if s != "after_seconds")
 
 DeliveryMode = Literal["host"]
+#: A host view's state: a paused reminder is listed with state "paused" (docs/protocol.md#pause).
+State = Literal["scheduled", "overdue", "paused"]
 Weekday = Annotated[int, Meta(ge=1, le=7)]
 
 # --- parameters ------------------------------------------------------------------------------
@@ -77,7 +91,15 @@ TitleArg = Annotated[
         )
     ),
 ]
-PromptArg = Annotated[str, Meta(description="What to remind about; non-empty after trimming.")]
+PromptArg = Annotated[
+    str,
+    Meta(
+        description=(
+            "What to remind about; non-empty after trimming and at most "
+            f"{PROMPT_MAX_UNITS} characters."
+        )
+    ),
+]
 EverySecondsArg = Annotated[
     int,
     Meta(
@@ -146,6 +168,18 @@ class ScheduleListArgs(msgspec.Struct):
 
 class ScheduleDeleteArgs(msgspec.Struct, forbid_unknown_fields=True):
     """Arguments of schedule_delete."""
+
+    id: ToolId
+
+
+class SchedulePauseArgs(msgspec.Struct, forbid_unknown_fields=True):
+    """Arguments of schedule_pause."""
+
+    id: ToolId
+
+
+class ScheduleResumeArgs(msgspec.Struct, forbid_unknown_fields=True):
+    """Arguments of schedule_resume."""
 
     id: ToolId
 
@@ -277,6 +311,75 @@ class UpdateNotApplied(msgspec.Struct, forbid_unknown_fields=True):
             raise ValueError("updated must be false when a code is present")
 
 
+class PauseResult(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
+    """schedule_pause: the reminder is paused since pausedAt; changed is false when it already
+    was (a no-op: nothing was written)."""
+
+    id: RecordId
+    paused: Annotated[bool, Meta(extra_json_schema={"const": True})]
+    changed: bool
+    paused_at: Instant
+
+    def __post_init__(self) -> None:
+        if not self.paused:
+            raise ValueError("paused must be true")
+
+
+class PauseNotApplied(msgspec.Struct, forbid_unknown_fields=True):
+    """schedule_pause changed nothing: the reminder is unknown or ended, or the host's store
+    cannot hold a paused reminder."""
+
+    id: RecordId
+    changed: Annotated[bool, Meta(extra_json_schema={"const": False})]
+    code: Literal["schedule_not_found", "schedule_ended", "pause_unsupported"]
+
+    def __post_init__(self) -> None:
+        if self.changed:
+            raise ValueError("changed must be false when a code is present")
+
+
+class ResumeResult(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
+    """schedule_resume: the reminder is active again; scheduledAt is its next target and state
+    says whether that is due now. changed is false when it was not paused (a no-op)."""
+
+    id: RecordId
+    paused: Annotated[bool, Meta(extra_json_schema={"const": False})]
+    changed: bool
+    scheduled_at: Instant
+    state: Literal["scheduled", "overdue"]
+
+    def __post_init__(self) -> None:
+        if self.paused:
+            raise ValueError("paused must be false")
+
+
+class ResumeNotApplied(msgspec.Struct, forbid_unknown_fields=True):
+    """schedule_resume changed nothing: the reminder is unknown or has already ended."""
+
+    id: RecordId
+    changed: Annotated[bool, Meta(extra_json_schema={"const": False})]
+    code: Literal["schedule_not_found", "schedule_ended"]
+
+    def __post_init__(self) -> None:
+        if self.changed:
+            raise ValueError("changed must be false when nothing was applied")
+
+
+class ResumeEnded(msgspec.Struct, forbid_unknown_fields=True):
+    """schedule_resume ended the reminder: its recurring rule has no occurrence after the
+    resume instant (only near the end of representable time), so it is no longer paused but
+    ended, as after its last delivery."""
+
+    id: RecordId
+    paused: Annotated[bool, Meta(extra_json_schema={"const": False})]
+    changed: Annotated[bool, Meta(extra_json_schema={"const": True})]
+    code: Literal["schedule_ended"]
+
+    def __post_init__(self) -> None:
+        if self.paused or not self.changed:
+            raise ValueError("an ended resume is paused false and changed true")
+
+
 class ErrorValue(msgspec.Struct, forbid_unknown_fields=True):
     """A tool error value (never corrupt_schedule_log or persistence_uncertain)."""
 
@@ -293,6 +396,8 @@ RESULT_TYPES: Final[ResultTable] = {
     "schedule_list": (list[View], ErrorValue),
     "schedule_delete": (DeleteResult, ErrorValue),
     "schedule_update": (*_VIEWS, UpdateNotApplied, ErrorValue),
+    "schedule_pause": (PauseResult, PauseNotApplied, ErrorValue),
+    "schedule_resume": (ResumeResult, ResumeEnded, ResumeNotApplied, ErrorValue),
 }
 
 #: name -> (description, parameters type). What they say follows docs/protocol.md#host-tools's last
@@ -315,7 +420,8 @@ TOOLS: Final[ToolTable] = {
     ),
     "schedule_list": (
         "List this session's active reminders with exact ids, titles, timing, UTC targets "
-        "(scheduledAt) and states (scheduled or overdue). Ended reminders are not listed.",
+        "(scheduledAt) and states (scheduled, overdue, or paused for a paused reminder, which "
+        "is not delivered until it is resumed). Ended reminders are not listed.",
         ScheduleListArgs,
     ),
     "schedule_delete": (
@@ -337,6 +443,30 @@ TOOLS: Final[ToolTable] = {
         "delivery: list again, then retry).",
         ScheduleUpdateArgs,
     ),
+    "schedule_pause": (
+        "Pause one of this session's reminders by its exact id, for example while the user is "
+        "away: it keeps its id, title, prompt, timing and history, and is not delivered until "
+        "schedule_resume. Occurrences that fall inside the pause are skipped, never delivered "
+        "later; a one-shot reminder whose time passes while paused is delivered once, when it "
+        "is resumed. It can still be edited (it stays paused) or deleted. Returns paused: true "
+        "with changed: false if it was already paused (nothing changes), or changed: false "
+        "with code schedule_not_found (unknown id, or another session's), schedule_ended (the "
+        "reminder has already ended) or pause_unsupported (this host's store cannot hold a "
+        "paused reminder).",
+        SchedulePauseArgs,
+    ),
+    "schedule_resume": (
+        "Resume one of this session's paused reminders by its exact id, keeping its cadence. "
+        "A recurring reminder continues with its first occurrence after now (every_seconds "
+        "keeps its original anchor); the occurrences missed during the pause are not "
+        "delivered. A one-shot reminder whose time passed during the pause is delivered once, "
+        "right away; one whose time is still ahead keeps it. Returns the next target "
+        "(scheduledAt) and its state; changed: false if the reminder was not paused (nothing "
+        "changes). Returns changed: false with code schedule_not_found or schedule_ended; "
+        "a recurring reminder with no occurrence left after now ends (changed: true, code "
+        "schedule_ended).",
+        ScheduleResumeArgs,
+    ),
 }
 
 #: Keywords the Structs cannot express: create takes exactly one timing parameter; update takes
@@ -351,11 +481,20 @@ _PARAMETER_RULES: Final[dict[str, dict[str, Any]]] = {
 }
 
 
-def tool_schemas() -> dict[str, Any]:
+#: Tools whose schemas and values are written but that the host does not answer yet (pause and
+#: resume, docs/protocol.md#pause): the published catalog (``tools catalog``, the MCP server,
+#: the OpenAPI document) leaves them out until the host dispatches them.
+UNSERVED: Final = frozenset({"schedule_pause", "schedule_resume"})
+
+
+def tool_schemas(*, unserved: bool = False) -> dict[str, Any]:
     """The tool schemas as one JSON value: ``{"$schema","protocol","tools":[{name, description,
     parameters, result}], "$defs"}``; every schema is JSON Schema 2020-12 with shared
-    ``$defs``, and each tool's parameters are self-contained."""
-    return build_tool_schemas("host", TOOLS, RESULT_TYPES, _PARAMETER_RULES)
+    ``$defs``, and each tool's parameters are self-contained. Only the tools the host answers,
+    unless ``unserved`` (:data:`UNSERVED` too)."""
+    tools = {n: t for n, t in TOOLS.items() if unserved or n not in UNSERVED}
+    results = {n: r for n, r in RESULT_TYPES.items() if n in tools}
+    return build_tool_schemas("host", tools, results, _PARAMETER_RULES)
 
 
 def tool_schemas_markdown() -> str:

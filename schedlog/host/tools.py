@@ -19,13 +19,18 @@ from schedlog.protocols import HOST
 from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST, check_every_seconds
 from schedlog.rules.records import check_prompt, check_title
 from schedlog.rules.text import is_trimmed
+from schedlog.tool_args import arguments_value
 
-__all__ = ["INTERNAL_ERROR", "TOOL_NAMES", "HostTools"]
+__all__ = ["INTERNAL_ERROR", "PAUSE_TOOL_NAMES", "TOOL_NAMES", "HostTools", "pause_tool_id"]
 
 INTERNAL_ERROR: Final = {"code": "internal_error", "message": INTERNAL_MESSAGE}
 TOOL_NAMES: Final = ("schedule_create", "schedule_list", "schedule_delete", "schedule_update")
-MSG_DELETE_ID: Final = "schedule_delete id must be non-empty without surrounding whitespace."
-MSG_UPDATE_ID: Final = "schedule_update id must be non-empty without surrounding whitespace."
+#: Tools of the catalog (docs/protocol.md#pause) that :class:`HostTools` does not dispatch yet:
+#: they need the service's pause and resume, which come with the stores' paused state.
+PAUSE_TOOL_NAMES: Final = ("schedule_pause", "schedule_resume")
+_MSG_ID: Final = "{tool} id must be non-empty without surrounding whitespace."
+MSG_DELETE_ID: Final = _MSG_ID.format(tool="schedule_delete")
+MSG_UPDATE_ID: Final = _MSG_ID.format(tool="schedule_update")
 MSG_UPDATE_SELECTOR: Final = (
     "schedule_update accepts at most one of at, every_seconds, daily, weekly, or cron."
 )
@@ -52,6 +57,15 @@ def _check_id(value: object, message: str) -> str:
     return value
 
 
+def pause_tool_id(name: str, args: object) -> str:
+    """The ``id`` argument of ``schedule_pause`` or ``schedule_resume``, checked as
+    ``schedule_delete`` checks its own (other keys are ignored): ``invalid_rule`` naming the tool
+    when it is missing, not a string, empty or padded."""
+    if name not in PAUSE_TOOL_NAMES:
+        raise KeyError(name)
+    return _check_id(args.get("id") if isinstance(args, dict) else None, _MSG_ID.format(tool=name))
+
+
 class HostTools:
     """``schedule_create``, ``schedule_list``, ``schedule_delete``, ``schedule_update``."""
 
@@ -59,10 +73,14 @@ class HostTools:
         self.service = service
 
     async def call(self, name: str, session_id: str, args: object) -> Any:
-        """Run tool ``name`` for ``session_id``; errors come back as values."""
+        """Run tool ``name`` for ``session_id``; errors come back as values, arguments that are
+        not an object as ``invalid_arguments``. Raises :class:`KeyError` for an unknown name."""
         if name not in TOOL_NAMES:
             raise KeyError(name)
         tool: Callable[[str, Any], Awaitable[Any]] = getattr(self, name)
+        refused = arguments_value(name, args)
+        if refused is not None:
+            return refused
         try:
             self.service.core.touch_session(session_id)
             return await tool(session_id, args)

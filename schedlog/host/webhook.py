@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import httpx
-import msgspec
 
+from schedlog.clock import Clock
 from schedlog.eventlog.followups import Member
 from schedlog.host.core import Outgoing
 from schedlog.rules.instants import format_instant
-from schedlog.runtime.interfaces import Clock
+from schedlog.rules.text import json_bytes
 
 __all__ = [
     "SIGNATURE_HEADER",
@@ -41,7 +41,6 @@ __all__ = [
 
 SIGNATURE_HEADER: Final = "Schedlog-Signature"
 TIMESTAMP_HEADER: Final = "Schedlog-Timestamp"
-_encoder: Final = msgspec.json.Encoder()
 
 
 class WebhookError(Exception):
@@ -57,7 +56,7 @@ def payload(outgoing: Outgoing) -> bytes:
         for m, prompt in zip(delivered.members, outgoing.prompts, strict=True)
     ]
     latest = max(m.occurrence_at for m in delivered.members)
-    return _encoder.encode(
+    return json_bytes(
         {
             "messageId": delivered.message_id,
             "sessionId": delivered.session_id,
@@ -105,6 +104,9 @@ class WebhookSink:
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_s),
             follow_redirects=False,
+            # HTTP(S)_PROXY, ALL_PROXY, NETRC and SSL_CERT_* of the environment are ignored:
+            # deliveries go straight to --deliver-to (docs/decisions.md, webhook and proxies).
+            trust_env=False,
             transport=transport,
             headers={"User-Agent": "schedlog-webhook/1"},
         )

@@ -35,13 +35,14 @@ from schedlog.eventlog.events import (
 )
 from schedlog.eventlog.followups import Member, delivered_members, parse_followup
 from schedlog.eventlog.header import Header
-from schedlog.eventlog.reader import MAX_LINE_BYTES, decode_event_line, read_log
-from schedlog.files import FILE_MODE, fsync_directory, write_all
+from schedlog.eventlog.reader import MAX_LINE_BYTES, decode_event_line
+from schedlog.files import fsync_directory, write_all
 from schedlog.fold.replay import apply_event
 from schedlog.fold.state import FoldState
 from schedlog.invariant.checker import check
-from schedlog.invariant.logs import validate_log
-from schedlog.rules.text import JSONSyntaxError, loads_strict
+from schedlog.invariant.fastopen import read_for_open_fd
+from schedlog.invariant.log_open import open_log_file
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = ["LogAppender"]
 
@@ -75,8 +76,10 @@ class LogAppender:
         created: bool,
         schedule_folded: bool = True,
         events: tuple[LogEvent, ...] = (),
+        dir_fd: int | None = None,
     ) -> None:
         self.path = path
+        self._dir_fd = dir_fd
         self.events_at_open = events
         self.header = header
         self.state = state
@@ -98,6 +101,7 @@ class LogAppender:
         *,
         session_id: str | None = None,
         fold_schedule: bool = True,
+        dir_fd: int | None = None,
     ) -> LogAppender:
         """Open (creating if missing) the log at ``path`` for append.
 
@@ -113,18 +117,22 @@ class LogAppender:
         (docs/protocol.md#legacy-events). A corrupt complete line is still refused
         (docs/protocol.md#torn-tail, docs/concepts.md#delivery-guarantees). Such a log has an empty
         ``state`` and refuses ``schedule/change`` appends, since no invariant can be checked.
+
+        With ``dir_fd`` (a descriptor of the directory holding ``path``), the log is opened by
+        its base name under that descriptor with ``O_NOFOLLOW``: a symlink there is refused. A
+        log that is not a regular file raises
+        :class:`~schedlog.invariant.log_open.UnsafeLogError` (``session_log_not_regular``), and
+        the file is left alone.
         """
         name = os.fspath(path)
-        created = False
+        entry = os.path.basename(name) if dir_fd is not None else name
+        fd, created = open_log_file(entry, dir_fd=dir_fd)
         try:
-            fd = os.open(name, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, FILE_MODE)
-            created = True
-        except FileExistsError:
-            fd = os.open(name, os.O_RDWR | os.O_APPEND)
-        try:
-            contents = read_log(name)
+            # The read and fold by the fast path when it is sure (schedlog.invariant.fastopen),
+            # through the descriptor opened safely above.
+            contents, folded = read_for_open_fd(fd, name, fold=fold_schedule)
             if fold_schedule:
-                state = validate_log(contents)
+                state = folded
             else:
                 if contents.corruption is not None:
                     raise contents.corruption.error()
@@ -154,7 +162,7 @@ class LogAppender:
         except BaseException:
             os.close(fd)
             if created:  # leave no trace of a log that never got its header
-                os.unlink(name)
+                os.unlink(entry, dir_fd=dir_fd)
             raise
         return cls(
             path=name,
@@ -167,6 +175,7 @@ class LogAppender:
             created=created,
             schedule_folded=fold_schedule,
             events=contents.events,
+            dir_fd=dir_fd,
         )
 
     # --- appending --------------------------------------------------------------------------
@@ -232,7 +241,11 @@ class LogAppender:
         fd = self._require_open()
         info = os.fstat(fd)
         try:
-            named = os.stat(self.path)
+            if self._dir_fd is None:
+                named = os.stat(self.path)
+            else:
+                base = os.path.basename(self.path)
+                named = os.stat(base, dir_fd=self._dir_fd, follow_symlinks=False)
         except OSError:
             return None
         if (named.st_dev, named.st_ino) != (info.st_dev, info.st_ino) or info.st_size < self._size:

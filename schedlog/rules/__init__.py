@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from schedlog.rules.text import js_dumps as js_dumps
     from schedlog.rules.text import js_trim as js_trim
     from schedlog.rules.text import json_int as json_int
-    from schedlog.rules.text import loads_strict as loads_strict
     from schedlog.rules.text import utf16_len as utf16_len
     from schedlog.rules.update import UpdateResult as UpdateResult
     from schedlog.rules.update import resolve_update as resolve_update
@@ -79,7 +78,6 @@ __all__ = [
     "js_dumps",
     "js_trim",
     "json_int",
-    "loads_strict",
     "parse_at",
     "parse_canonical_instant",
     "parse_cron",
@@ -121,7 +119,6 @@ _LAZY: Final = {
     "js_dumps": "schedlog.rules.text",
     "js_trim": "schedlog.rules.text",
     "json_int": "schedlog.rules.text",
-    "loads_strict": "schedlog.rules.text",
     "utf16_len": "schedlog.rules.text",
     "UpdateResult": "schedlog.rules.update",
     "resolve_update": "schedlog.rules.update",

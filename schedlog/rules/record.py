@@ -42,8 +42,10 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
     def is_one_shot(self) -> bool:
         return self.kind in ONE_SHOT_KINDS
 
-    def to_json(self) -> dict[str, Any]:
-        """The record as a JSON object, keys in the canonical order of docs/protocol.md#records."""
+    def to_json(self, scheduled_at: str | None = None) -> dict[str, Any]:
+        """The record as a JSON object, keys in the canonical order of docs/protocol.md#records.
+        ``scheduled_at``: ``format_instant(self.scheduled_at)`` when the caller has it already
+        (``format_instants`` of many records)."""
         out: dict[str, Any] = {"id": self.id, "kind": self.kind}
         if self.title is not None:
             out["title"] = self.title
@@ -61,7 +63,9 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
         elif kind == "cron":
             out["expression"] = self.expression
             out["timeZone"] = self.time_zone
-        out["scheduledAt"] = format_instant(self.scheduled_at)
+        out["scheduledAt"] = (
+            format_instant(self.scheduled_at) if scheduled_at is None else scheduled_at
+        )
         return out
 
     def view(self, now: int, delivery_mode: str) -> dict[str, Any]:

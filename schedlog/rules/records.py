@@ -14,6 +14,8 @@ Builders raise
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import is_
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple, cast
 
 from schedlog._lazy import lazy_module
@@ -30,7 +32,15 @@ from schedlog.rules.decide import (
 )
 from schedlog.rules.instants import parse_canonical_instant
 from schedlog.rules.record import Kind, Record
-from schedlog.rules.text import is_blank, is_trimmed, js_trim, json_int, utf16_len
+from schedlog.rules.text import (
+    JS_WHITESPACE,
+    is_blank,
+    is_trimmed,
+    js_trim,
+    json_int,
+    shown_value,
+    utf16_len,
+)
 
 # The `at`, calendar, cron and zone modules load when a record of a kind that needs them is
 # first built or decoded: session-local records (after, at, every) never need them.
@@ -60,12 +70,15 @@ __all__ = [
     "build_host_record",
     "build_record",
     "build_session_record",
+    "check_host_prompt",
     "check_prompt",
     "check_title",
     "decode_host_record",
     "decode_legacy_record",
+    "json_type",
     "parse_cron_selector",
     "record_from_json",
+    "typed_texts_ok",
     "validate_host_create_args",
     "validate_session_create_args",
 ]
@@ -74,10 +87,13 @@ __all__ = [
 # (docs/protocol.md#record-decoders).
 MAX_EVERY_SECONDS: Final = 9_007_199_254_740
 TITLE_MAX_UNITS: Final = 120
+#: The longest prompt a host create or update takes, in UTF-16 code units (docs/http-api.md#limits).
+PROMPT_MAX_UNITS: Final = 8000
 
 MSG_PROMPT: Final = "prompt must be non-empty after trimming."
 MSG_TITLE_REQUIRED: Final = "title is required and must be non-empty after trimming."
 MSG_TITLE_LENGTH: Final = "title must be at most 120 characters."
+MSG_PROMPT_LENGTH: Final = f"prompt must be at most {PROMPT_MAX_UNITS} characters."
 MSG_SESSION_SELECTOR: Final = (
     "schedule_create accepts exactly one of after_seconds, at, or every_seconds."
 )
@@ -86,6 +102,7 @@ MSG_HOST_SELECTOR: Final = (
     " or cron."
 )
 MSG_CRON_SHAPE: Final = "cron must be an object with exactly expression and time_zone."
+_CRON_EXAMPLE: Final = '{"cron": {"expression": "0 9 * * 1-5", "time_zone": "Europe/Berlin"}}'
 
 SESSION_SELECTORS: Final = ("after_seconds", "at", "every_seconds")
 HOST_SELECTORS: Final = ("after_seconds", "at", "every_seconds", "daily", "weekly", "cron")
@@ -235,6 +252,22 @@ def _decode(value: object, *, host: bool) -> Record:
     )
 
 
+def typed_texts_ok(ids: list[str], prompts: list[str], titles: list[str]) -> bool:
+    """The text rules of stored records, for many at once (the typed fast form of
+    :func:`decode_legacy_record`'s checks, used by the typed line decoders of
+    :mod:`schedlog.eventlog.wire`): every id, prompt and title trimmed, every title at most
+    120 UTF-16 units. The lists hold non-empty strings (the typed decoders' ``Meta``)."""
+    ws = repeat(JS_WHITESPACE)
+    # str.strip returns its argument itself when there is nothing to strip
+    if not (
+        all(map(is_, map(str.strip, ids, ws), ids))
+        and all(map(is_, map(str.strip, prompts, ws), prompts))
+        and all(map(is_, map(str.strip, titles, ws), titles))
+    ):
+        return False
+    return not titles or max(map(utf16_len, titles)) <= TITLE_MAX_UNITS
+
+
 def decode_legacy_record(value: object) -> Record:
     """Decode a session-local (legacy) record (docs/protocol.md#record-decoders): kinds after, at,
     every; optional title.
@@ -288,6 +321,15 @@ def check_prompt(value: object) -> str:
     return js_trim(value)
 
 
+def check_host_prompt(value: object) -> str:
+    """A host prompt argument [H]: :func:`check_prompt`, then at most :data:`PROMPT_MAX_UNITS`
+    UTF-16 code units once trimmed (docs/protocol.md#host-tools)."""
+    trimmed = check_prompt(value)
+    if len(trimmed) * 2 > PROMPT_MAX_UNITS and utf16_len(trimmed) > PROMPT_MAX_UNITS:
+        raise ScheduleInputError("invalid_prompt", MSG_PROMPT_LENGTH)
+    return trimmed
+
+
 def check_title(value: object) -> str:
     """A title argument at creation or update [H]: returns it trimmed (docs/protocol.md#records)."""
     if type(value) is not str or is_blank(value):
@@ -301,12 +343,44 @@ def check_title(value: object) -> str:
 def _only_selector(
     args: object, allowed: frozenset[str], selectors: tuple[str, ...], message: str
 ) -> tuple[dict[object, object], Selector]:
-    if not isinstance(args, dict) or not args.keys() <= allowed:
-        raise ScheduleInputError("invalid_selector", message)
+    """The arguments and their one selector, else ``invalid_selector``: the recommended
+    ``message``, then what was wrong (the arguments' JSON type, the unknown keys, or the
+    selectors given)."""
+    if not isinstance(args, dict):
+        raise ScheduleInputError("invalid_selector", f"{message} {_not_object('arguments', args)}")
+    unknown = [key for key in args if key not in allowed]
+    if unknown:
+        names = ", ".join(_shown_key(key) for key in unknown[:5])
+        detail = f"Unknown key{'s' * (len(unknown) > 1)}: {names}."
+        if "time_zone" in unknown:
+            detail += " A time_zone goes inside its selector: " + _CRON_EXAMPLE + "."
+        raise ScheduleInputError("invalid_selector", f"{message} {detail}")
     present = [key for key in selectors if key in args]
     if len(present) != 1:
-        raise ScheduleInputError("invalid_selector", message)
+        given = f"Got {', '.join(present)}." if present else "Got none."
+        raise ScheduleInputError("invalid_selector", f"{message} {given}")
     return args, cast(Selector, present[0])
+
+
+def json_type(value: object) -> str:
+    """The JSON type name of a decoded value, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _not_object(what: str, value: object) -> str:
+    return f"The {what} must be a JSON object, not {json_type(value)}."
+
+
+def _shown_key(key: object) -> str:
+    return shown_value(key) if isinstance(key, str) else repr(key)
 
 
 def _check_numeric(selector: Selector, value: object, every_minimum: int) -> object:
@@ -340,7 +414,7 @@ def validate_host_create_args(args: object) -> CreateRequest:
     (``frequency_too_high`` below 60). Needs neither the clock nor persistence.
     """
     mapping, selector = _only_selector(args, _HOST_ARG_KEYS, HOST_SELECTORS, MSG_HOST_SELECTOR)
-    prompt = check_prompt(mapping.get("prompt"))
+    prompt = check_host_prompt(mapping.get("prompt"))
     title = check_title(mapping.get("title"))
     value = _check_numeric(selector, mapping[selector], MIN_EVERY_SECONDS_HOST)
     return CreateRequest(selector, value, prompt, title)
@@ -349,8 +423,13 @@ def validate_host_create_args(args: object) -> CreateRequest:
 def parse_cron_selector(value: object) -> tuple[CronRule, Zone, str]:
     """A ``cron`` selector ``{"expression","time_zone"}`` (docs/rules.md#cron): the parsed rule, the
     zone and its canonical name. The expression is checked before the zone."""
-    if not isinstance(value, dict) or value.keys() != _CRON_KEYS:
-        raise ScheduleInputError("invalid_rule", MSG_CRON_SHAPE)
+    if not isinstance(value, dict):
+        shown = f": {shown_value(value)}" if isinstance(value, str) else ""
+        detail = f"Got {json_type(value)}{shown}. Example: {_CRON_EXAMPLE}."
+        raise ScheduleInputError("invalid_rule", f"{MSG_CRON_SHAPE} {detail}")
+    if value.keys() != _CRON_KEYS:
+        keys = ", ".join(_shown_key(key) for key in list(value)[:5]) or "none"
+        raise ScheduleInputError("invalid_rule", f"{MSG_CRON_SHAPE} Got keys: {keys}.")
     rule = _cron.parse_cron(value["expression"])
     zone, canonical = _zones.check_time_zone(value["time_zone"])
     return rule, zone, canonical

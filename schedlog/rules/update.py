@@ -28,7 +28,7 @@ from schedlog.rules.decide import (
 from schedlog.rules.instants import is_representable
 from schedlog.rules.record import Record
 from schedlog.rules.records import (
-    check_prompt,
+    check_host_prompt,
     check_title,
     decode_host_record,
     parse_cron_selector,
@@ -40,6 +40,7 @@ __all__ = [
     "MSG_CHANGE_SHAPE",
     "MSG_EXPECTED",
     "UpdateResult",
+    "matches_expected",
     "resolve_update",
 ]
 
@@ -158,6 +159,17 @@ def _retime(
     )
 
 
+def matches_expected(current: Record, expected: object) -> bool:
+    """Compare-and-set: whether ``expected``, the raw JSON record a caller last saw, is the
+    ``current`` record (docs/protocol.md#update; also a pause or resume with ``expected``).
+    Raises :class:`ScheduleInputError` ``invalid_rule`` when ``expected`` does not decode."""
+    try:
+        decoded = decode_host_record(expected)
+    except CorruptScheduleError:
+        raise ScheduleInputError("invalid_rule", MSG_EXPECTED) from None
+    return decoded == current
+
+
 def resolve_update(
     current: Record,
     expected: object,
@@ -177,15 +189,11 @@ def resolve_update(
     Decision (docs/rules.md#instants): an update whose ``now`` is not representable fails with
     ``time_out_of_range`` once its content checks pass, even when it would be a no-op.
     """
-    try:
-        decoded = decode_host_record(expected)
-    except CorruptScheduleError:
-        raise ScheduleInputError("invalid_rule", MSG_EXPECTED) from None
-    if decoded != current:
+    if not matches_expected(current, expected):
         return UpdateResult(updated=False, record=None, code="schedule_conflict")
 
     new_title = current.title if isinstance(title, Absent) else check_title(title)
-    new_prompt = current.prompt if isinstance(prompt, Absent) else check_prompt(prompt)
+    new_prompt = current.prompt if isinstance(prompt, Absent) else check_host_prompt(prompt)
     rebuilt: Record | None = None
     if isinstance(change, Absent):
         _check_now(now)

@@ -18,6 +18,7 @@ from typing import Final
 from schedlog.errors import ScheduleInputError
 from schedlog.rules._tzif import offset_table, read_tzif
 from schedlog.rules.instants import DAY_MS
+from schedlog.rules.text import shown_value
 
 __all__ = [
     "SPAN_END",
@@ -26,12 +27,15 @@ __all__ = [
     "canonical_zone_name",
     "check_time_zone",
     "get_zone",
+    "nearest_zones",
     "zone_names",
 ]
 
 _SHAPE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_+.\-]*(?:/[A-Za-z0-9_+.\-]+)+", re.ASCII)
 MSG_NOT_STRING: Final = "time_zone must be a string."
 MSG_INVALID: Final = "time_zone must be UTC or a valid IANA Area/Location name."
+#: Values longer than this are not compared with the zone names.
+_COMPARED_MAX: Final = 64
 
 #: Bounds :meth:`Zone.span` gives a stretch with no offset change before or after it: -2**63 and
 #: 2**63 ms, about 292 million years from 1970, far beyond every instant in [MIN, MAX].
@@ -217,17 +221,42 @@ def canonical_zone_name(name: str) -> str | None:
     return None if real is None else names.canonical(real)
 
 
+def nearest_zones(value: str, count: int = 3) -> list[str]:
+    """Up to ``count`` canonical zone names closest to ``value`` (:mod:`difflib`, any case),
+    best first; none for a value longer than 64 characters."""
+    import difflib  # only an error needs it
+
+    if len(value) > _COMPARED_MAX:
+        return []
+    names = _names()
+    close = difflib.get_close_matches(value.casefold(), names.by_folded, n=count * 2, cutoff=0.6)
+    out: list[str] = []
+    for folded in close:
+        name = names.canonical(names.by_folded[folded])
+        if name not in out:
+            out.append(name)
+    return out[:count]
+
+
+def _invalid(value: str) -> ScheduleInputError:
+    """``invalid_time_zone`` with the recommended message, the value, and the nearest names."""
+    near = nearest_zones(value)
+    hint = f"; nearest names: {', '.join(near)}" if near else ""
+    return ScheduleInputError("invalid_time_zone", f"{MSG_INVALID} Got {shown_value(value)}{hint}.")
+
+
 def check_time_zone(value: object) -> tuple[Zone, str]:
     """Validate a ``time_zone`` input (docs/rules.md#zone-check): the zone and its canonical name.
 
-    Raises :class:`ScheduleInputError` with code ``invalid_time_zone``.
+    Raises :class:`ScheduleInputError` with code ``invalid_time_zone``; for a string, the
+    message is the recommended one followed by the value and the nearest zone names.
     """
     if type(value) is not str:
         raise ScheduleInputError("invalid_time_zone", MSG_NOT_STRING)
     if value != "UTC" and _SHAPE.fullmatch(value) is None:
-        raise ScheduleInputError("invalid_time_zone", MSG_INVALID)
+        raise _invalid(value)
     canonical = canonical_zone_name(value)
     zone = get_zone(value)
     if canonical is None or zone is None:
-        raise ScheduleInputError("invalid_time_zone", MSG_INVALID)
+        raise _invalid(value)
     return zone, canonical

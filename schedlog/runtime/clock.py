@@ -11,12 +11,10 @@ import asyncio
 import heapq
 import itertools
 import time
-from typing import Final
 
-__all__ = ["MAX_WAIT_MS", "SystemClock", "VirtualClock"]
+from schedlog.clock import MAX_WAIT_MS
 
-#: Upper bound of one single wait (docs/concepts.md#live-owner): 2**31 - 1 ms, about 24.8 days.
-MAX_WAIT_MS: Final = 2_147_483_647
+__all__ = ["SystemClock", "VirtualClock"]
 
 
 class SystemClock:

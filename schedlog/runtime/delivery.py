@@ -19,6 +19,7 @@ from typing import Final, Literal
 import structlog
 
 from schedlog._crashpoints import crashpoint
+from schedlog.clock import Clock
 from schedlog.delivery_plan import plan_delivery
 from schedlog.diagnostics import failure_fields, instant_field, recovered_fields
 from schedlog.errors import CorruptScheduleError
@@ -30,7 +31,12 @@ from schedlog.framing import FramedReminder
 from schedlog.rules.decide import decide
 from schedlog.rules.instants import is_representable
 from schedlog.rules.record import Record
-from schedlog.runtime.interfaces import Agent, Clock, FollowupMessage, SessionLog
+from schedlog.runtime.interfaces import (
+    Agent,
+    FollowupMessage,
+    SessionLog,
+    SessionLogContractError,
+)
 from schedlog.runtime.tools import append_change, barrier, read_state
 
 __all__ = [
@@ -40,6 +46,7 @@ __all__ = [
     "decide_now",
     "deliver_claimed",
     "drive_pass",
+    "fault",
     "next_deadline",
     "post_dispatch",
     "preflight",
@@ -144,7 +151,8 @@ def sample_clock(clock: Clock) -> int | None:
     return now
 
 
-def _fault(error: BaseException) -> Outcome:
+def fault(error: BaseException) -> Outcome:
+    """The ``faulted`` outcome of ``error``, logged as ``owner.faulted``."""
     log.error("owner.faulted", **failure_fields("live owner faulted", error))
     return Outcome("faulted", error=error)
 
@@ -160,15 +168,15 @@ def decide_now(
     """
     try:
         state = read_state(log_, cursor)
-    except (CorruptScheduleError, OSError) as exc:
-        return _fault(exc)
+    except (CorruptScheduleError, OSError, SessionLogContractError) as exc:
+        return fault(exc)
     now = sample_clock(clock)
     if now is None:
         return Outcome("invalid_clock")
     try:
         return state, select_due(state.active, now)
     except CorruptScheduleError as exc:
-        return _fault(exc)
+        return fault(exc)
 
 
 def deliver_claimed(
@@ -191,7 +199,7 @@ def deliver_claimed(
     try:
         already = delivered_members(log_.events(), seed_length=log_.header.seed_length)
     except (CorruptScheduleError, OSError) as exc:
-        return _fault(exc)
+        return fault(exc)
 
     message: FollowupMessage | None = None
     try:
@@ -228,7 +236,7 @@ def deliver_claimed(
             )
             crashpoint("session.after_dispatch")
     except Exception as exc:
-        return _fault(exc)
+        return fault(exc)
     return Outcome("delivered", message=message, recovered=plan.recovered)
 
 

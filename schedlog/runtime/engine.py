@@ -4,24 +4,31 @@ one serial queue (docs/protocol.md#session-tools, docs/protocol.md#session-archi
 Example (an agent runtime embedding the engine)::
 
     session = FileSession("chat-7.jsonl")          # or your own SessionLog + Agent objects
-    engine = SessionEngine(session, session, SystemClock())
-    engine.start()                                  # inside the running event loop
-    view = await engine.schedule_create({"prompt": "Stand up", "after_seconds": 600})
-    ...
-    await engine.dispose()                          # when the session closes
+    async with SessionEngine(session, session, SystemClock()) as engine:  # start() ... dispose()
+        view = await engine.call("schedule_create", {"prompt": "Stand up", "after_seconds": 600})
+        ...
+
+A tool call before :meth:`SessionEngine.start` or after :meth:`SessionEngine.dispose` writes
+nothing and answers the ``engine_not_running`` error value (docs/errors.md#engine_not_running).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
 
-from schedlog.runtime.interfaces import Agent, Clock, SessionLog
+from schedlog.clock import Clock
+from schedlog.runtime.interfaces import Agent, SessionLog
 from schedlog.runtime.owner import LiveOwner
 from schedlog.runtime.queue import SerialQueue
 from schedlog.runtime.tools import SessionTools, ToolValue, precheck_create, precheck_delete
+from schedlog.tool_args import arguments_value, not_running_value
 
-__all__ = ["SessionEngine"]
+__all__ = ["TOOL_NAMES", "SessionEngine"]
+
+#: The session-local tools, in catalog order (``schedlog tools catalog --protocol
+#: session-local``).
+TOOL_NAMES: Final = ("schedule_create", "schedule_list", "schedule_delete")
 
 
 class SessionEngine:
@@ -45,25 +52,59 @@ class SessionEngine:
     async def dispose(self) -> None:
         await self.owner.dispose()
 
+    async def __aenter__(self) -> SessionEngine:
+        """``start()``; the engine is disposed when the block exits."""
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.dispose()
+
+    @property
+    def running(self) -> bool:
+        """Started and not disposed (a faulted owner delivers nothing, but tools still run)."""
+        return self.owner.state in ("running", "faulted")
+
+    async def call(self, name: str, args: object = None) -> ToolValue:
+        """Run session-local tool ``name`` (one of :data:`TOOL_NAMES`) with ``args``, as the
+        model called it; the tool value comes back, errors included. Raises :class:`KeyError`
+        for any other name, as :meth:`schedlog.host.tools.HostTools.call` does."""
+        if name not in TOOL_NAMES:
+            raise KeyError(name)
+        tool: Callable[[object], Awaitable[ToolValue]] = getattr(self, name)
+        return await tool(args)
+
+    def _refused(self, name: str, args: object) -> dict[str, str] | None:
+        if not self.running:
+            return not_running_value()
+        return arguments_value(name, args)
+
     async def schedule_create(
         self, args: object, *, cancelled: Callable[[], bool] | None = None
     ) -> ToolValue:
-        shape = precheck_create(args)
+        shape = self._refused("schedule_create", args) or precheck_create(args)
         if shape is not None:
             return shape
         async with self.queue:
-            return self.tools.schedule_create(args, cancelled=cancelled)
+            return self._or_refused() or self.tools.schedule_create(args, cancelled=cancelled)
 
     async def schedule_list(self, args: object = None) -> ToolValue:
+        refused = self._refused("schedule_list", args)
+        if refused is not None:
+            return refused
         async with self.queue:
-            return self.tools.schedule_list(args)
+            return self._or_refused() or self.tools.schedule_list(args)
 
     async def schedule_delete(self, args: object) -> ToolValue:
-        shape = precheck_delete(args)
+        shape = self._refused("schedule_delete", args) or precheck_delete(args)
         if shape is not None:
             return shape
         async with self.queue:
-            return self.tools.schedule_delete(args)
+            return self._or_refused() or self.tools.schedule_delete(args)
+
+    def _or_refused(self) -> dict[str, str] | None:
+        # Checked again in the queue: a dispose that began while the call waited wins.
+        return None if self.running else not_running_value()
 
     def archive_activity(self) -> dict[str, Any] | None:
         """docs/protocol.md#session-archive activity: the active records while the owner is live,

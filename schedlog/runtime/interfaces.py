@@ -7,7 +7,8 @@ right methods fits:
   and the durability barrier ``flush`` (docs/protocol.md#durability);
 * :class:`Agent`: the agent loop: ``claim_maintenance``, ``when_idle``, ``followup`` and idle
   notifications;
-* :class:`Clock`: the wall clock in epoch milliseconds (UTC) and sleeping until a deadline.
+* a :class:`~schedlog.clock.Clock`: the wall clock in epoch milliseconds (UTC) and sleeping
+  until a deadline (defined in :mod:`schedlog.clock`, below both engines).
 
 :class:`FollowupMessage` is what the engine hands to ``Agent.followup``. The reference
 implementations are :class:`schedlog.runtime.session_file.FileSession` (log and agent over one
@@ -25,11 +26,12 @@ from schedlog.eventlog.followups import Member
 
 __all__ = [
     "Agent",
-    "Clock",
     "FollowupMessage",
     "LogHeader",
     "MaintenanceClaim",
     "SessionLog",
+    "SessionLogContractError",
+    "check_events",
 ]
 
 
@@ -47,7 +49,9 @@ class SessionLog(Protocol):
     """The session's JSON Lines log as the engine sees it.
 
     * ``header``: the session header (the owned suffix starts at ``seed_length``).
-    * ``events()``: every complete event after the header, in order (event index = position).
+    * ``events()``: every complete event after the header, in order (event index = position),
+      as :class:`~schedlog.eventlog.events.LogEvent` structs (not plain dicts: convert a decoded
+      line with :func:`schedlog.eventlog.event_from_value`; :func:`check_events` enforces this).
       Raises :class:`~schedlog.errors.CorruptScheduleError` when the log is corrupt
       (docs/protocol.md#torn-tail) and :class:`OSError` when it cannot be read.
     * ``append(event)``: appends one event object ``{"type": T, "data": D}``. It need not be
@@ -66,6 +70,33 @@ class SessionLog(Protocol):
     def append(self, event: Mapping[str, Any]) -> None: ...
 
     def flush(self) -> bool: ...
+
+
+class SessionLogContractError(TypeError):
+    """A :class:`SessionLog` broke its contract: ``events()`` returned something other than a
+    sequence of :class:`~schedlog.eventlog.events.LogEvent` structs. A programming error of the
+    embedder, raised to the caller (never turned into a tool value); the live owner logs it as
+    ``owner.faulted`` and stops delivering."""
+
+
+def check_events(events: object) -> Sequence[LogEvent]:
+    """``events`` when it is a sequence whose first and last items are ``LogEvent`` structs
+    (a cheap check at the edge: a wrong implementation returns the same kind of item
+    throughout); else :class:`SessionLogContractError`, naming what came back."""
+    if not isinstance(events, Sequence) or isinstance(events, str | bytes):
+        raise SessionLogContractError(
+            f"SessionLog.events() must return a sequence of schedlog.LogEvent, got "
+            f"{type(events).__name__}"
+        )
+    for index in {0, len(events) - 1} if events else ():
+        item = events[index]
+        if not isinstance(item, LogEvent):
+            raise SessionLogContractError(
+                f"SessionLog.events() must return schedlog.LogEvent structs, but item {index} "
+                f"is a {type(item).__name__}; convert a decoded line with "
+                "schedlog.eventlog.event_from_value(value)"
+            )
+    return events
 
 
 class MaintenanceClaim(Protocol):
@@ -110,13 +141,3 @@ class Agent(Protocol):
     def followup(self, message: FollowupMessage) -> None: ...
 
     def subscribe_idle(self, callback: Callable[[], None]) -> Callable[[], None]: ...
-
-
-class Clock(Protocol):
-    """The wall clock. ``now_ms()`` is one clock sample in epoch ms (it may jump either way);
-    ``sleep_until(deadline_ms)`` returns at or after the deadline, or earlier (the caller
-    re-reads the clock after every wake, docs/concepts.md#live-owner)."""
-
-    def now_ms(self) -> int: ...
-
-    async def sleep_until(self, deadline_ms: int) -> None: ...

@@ -25,18 +25,19 @@ import contextlib
 from collections.abc import Callable
 from typing import Literal
 
+from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE
 from schedlog.fold.incremental import FoldCursor
-from schedlog.runtime.clock import MAX_WAIT_MS
 from schedlog.runtime.delivery import (
     Outcome,
     decide_now,
     deliver_claimed,
+    fault,
     next_deadline,
     post_dispatch,
     preflight,
 )
-from schedlog.runtime.interfaces import Agent, Clock, SessionLog
+from schedlog.runtime.interfaces import Agent, SessionLog
 from schedlog.runtime.queue import SerialQueue
 
 __all__ = ["LiveOwner", "OwnerState"]
@@ -151,7 +152,12 @@ class LiveOwner:
             self._wake.clear()
             if self.state != "running":
                 return
-            await self._drive()
+            try:
+                await self._drive()
+            except Exception as exc:
+                # Never die silently ("Task exception was never retrieved"): whatever escaped a
+                # drive (a SessionLog or Agent breaking its contract) faults the owner, logged.
+                self._record(fault(exc))
             if self.state != "running":
                 return
 

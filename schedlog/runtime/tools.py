@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
+from schedlog.clock import Clock
 from schedlog.errors import (
     INTERNAL_MESSAGE,
     CorruptScheduleError,
@@ -26,7 +27,7 @@ from schedlog.invariant import check
 from schedlog.protocols import SESSION_LOCAL
 from schedlog.rules.records import build_session_record, validate_session_create_args
 from schedlog.rules.text import is_trimmed
-from schedlog.runtime.interfaces import Clock, SessionLog
+from schedlog.runtime.interfaces import SessionLog, SessionLogContractError, check_events
 
 __all__ = [
     "CORRUPT_MESSAGE",
@@ -101,8 +102,10 @@ def read_state(log: SessionLog, cursor: FoldCursor | None = None) -> FoldState:
     its owned suffix is corrupt, :class:`OSError` when it cannot be read.
 
     With a ``cursor`` (one per log, kept by the caller) only the events appended since the
-    cursor last looked are folded; the result is the same."""
-    events = log.events()
+    cursor last looked are folded; the result is the same. Raises
+    :class:`~schedlog.runtime.interfaces.SessionLogContractError` when ``events()`` does not
+    return ``LogEvent`` structs."""
+    events = check_events(log.events())
     seed_length = log.header.seed_length
     if cursor is None:
         return fold(events, seed_length=seed_length)
@@ -226,6 +229,8 @@ class SessionTools:
         preflight_ok = False
         try:
             value, preflight_ok = body()
+        except SessionLogContractError:
+            raise  # the embedder's bug: a clear error to the caller, not an opaque tool value
         except Exception:
             value = internal_value()
         if preflight_ok:

@@ -18,18 +18,21 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
 
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
 from schedlog.host.tools import HostTools
+from schedlog.mcp.http import MCP_PATH, McpMount
 from schedlog.serve import routes
 from schedlog.serve.auth import Guard
 from schedlog.serve.catalog_index import index_for
 from schedlog.serve.errors import HttpError, error_response, json_response
+from schedlog.serve.headers import HostCheck, NoStore
 from schedlog.serve.openapi import openapi
 from schedlog.serve.preview import preview
 from schedlog.serve.routes import RetryLookup, ServeState
+from schedlog.serve.signin import SigninCodes, signin_routes
 from schedlog.serve.sse import EventHub
 from schedlog.serve.web import web_routes
 
@@ -48,7 +51,7 @@ class Host:
     close: Callable[[], Awaitable[None]] | None = None
 
 
-def _routes() -> list[BaseRoute]:
+def _routes(signin: list[Route]) -> list[BaseRoute]:
     s = "/v1/sessions/{sessionId}"
     return [
         Route(s + "/tools/{tool}", routes.tool, methods=["POST"]),
@@ -64,6 +67,7 @@ def _routes() -> list[BaseRoute]:
         Route("/healthz", routes.healthz, methods=["GET"]),
         Route("/readyz", routes.readyz, methods=["GET"]),
         Route("/openapi.json", _openapi, methods=["GET"]),
+        *signin,  # one-time sign-in codes of the page (schedlog.serve.signin)
         *web_routes(),  # the task page at / (schedlog.serve.web)
     ]
 
@@ -77,10 +81,26 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc)
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route takes at this path (one path can have a route per method)."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        if (
+            isinstance(route, Route)
+            and route.methods
+            and route.matches(request.scope)[0] != Match.NONE
+        ):
+            methods |= route.methods
+    return sorted(methods)
+
+
 async def _starlette_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        return error_response(HttpError("method_not_allowed", "method not allowed here", 405))
+        allow = {"Allow": ", ".join(_allowed_methods(request))}
+        return error_response(
+            HttpError("method_not_allowed", "method not allowed here", 405, allow)
+        )
     if exc.status_code == 404:
         return error_response(HttpError("not_found", f"no route {request.url.path!r}", 404))
     return error_response(HttpError("invalid_request", str(exc.detail), exc.status_code))
@@ -125,6 +145,8 @@ def build_app(
 ) -> Starlette:
     """The ASGI application; ``opener`` runs in the lifespan, inside the server's loop."""
     state = ServeState()
+    codes = SigninCodes()
+    mcp = McpMount()  # the MCP endpoint (docs/agents.md#http)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -136,7 +158,8 @@ def build_app(
         if host.retry_state is not None:
             state.retry_state = host.retry_state
         try:
-            yield
+            async with mcp.serving(host.service):
+                yield
         finally:
             state.hub.close()
             if state.catalog is not None:
@@ -145,8 +168,9 @@ def build_app(
             if host.close is not None:
                 await host.close()
 
-    middleware = []
+    middleware = [Middleware(NoStore)]
     if cors_origins:
+        middleware.append(Middleware(HostCheck, hosts=hosts))  # preflights included
         middleware.append(
             Middleware(
                 CORSMiddleware,
@@ -157,7 +181,7 @@ def build_app(
         )
     middleware.append(Middleware(Guard, token=token, hosts=hosts))
     app = Starlette(
-        routes=_routes(),
+        routes=[*_routes(signin_routes(codes, token)), Route(MCP_PATH, mcp)],
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={
@@ -168,4 +192,5 @@ def build_app(
         },
     )
     app.state.serve = state
+    app.state.signin = codes
     return app

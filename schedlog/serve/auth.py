@@ -17,7 +17,6 @@ from __future__ import annotations
 import hmac
 import os
 import secrets
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
@@ -27,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schedlog.files import FILE_MODE
 from schedlog.serve.errors import HttpError, error_response
+from schedlog.serve.secrets import PrivateFileError, read_private_file
 from schedlog.serve.web import PAGE_PATHS
 
 __all__ = [
@@ -43,13 +43,23 @@ __all__ = [
 MAX_BODY_BYTES: Final = 1 << 20
 TOKEN_ENV: Final = "SCHEDLOG_TOKEN"
 _LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
-_OPEN_PATHS: Final = frozenset({"/healthz", "/readyz", "/openapi.json"}) | PAGE_PATHS
+#: ``/v1/signin`` takes a one-time code instead of the token (schedlog.serve.signin).
+_OPEN_PATHS: Final = frozenset({"/healthz", "/readyz", "/openapi.json", "/v1/signin"}) | PAGE_PATHS
 
 
 class TokenError(Exception):
     """The token file cannot be used (code ``token-file``)."""
 
     code = "token-file"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+#: A token file that is a symlink, FIFO... or owned by another user has its own code.
+_KIND_CODES: Final = {"type": "token-file-type", "owner": "token-file-owner"}
 
 
 def token_path(store: str | os.PathLike[str]) -> Path:
@@ -86,15 +96,9 @@ def load_token(path: Path, environ: dict[str, str] | None = None) -> tuple[str, 
         finally:
             os.close(fd)
     try:
-        mode = os.stat(path).st_mode
-        if stat.S_IMODE(mode) & 0o077:
-            raise TokenError(
-                f"the token file {path} is accessible to others (mode "
-                f"{stat.S_IMODE(mode):04o}); make it 0600"
-            )
-        text = path.read_text("utf-8")
-    except OSError as exc:
-        raise TokenError(f"cannot read the token file {path}: {exc.strerror}") from None
+        text = read_private_file(path, "the token file").decode("utf-8")
+    except PrivateFileError as exc:
+        raise TokenError(str(exc), _KIND_CODES.get(exc.kind, TokenError.code)) from None
     except UnicodeDecodeError:
         raise TokenError(f"the token file {path} is not UTF-8 text") from None
     return _check_token(text, str(path)), path

@@ -90,7 +90,8 @@ class RetryState(msgspec.Struct, forbid_unknown_fields=True, rename="camel", omi
 
 
 class CatalogEntry(RecordBody, kw_only=True):
-    """A catalog entry: the record, its session, status, last delivery and retry state.
+    """A catalog entry: the record, its session, status, last delivery and retry state, and
+    (HTTP API only) ``description``, the rule in words (docs/rules.md#descriptions).
 
     ``status`` is ``retrying`` (HTTP API only) for an active task whose delivery is being
     retried; ``retry`` then says how often it failed and when the next attempt is.
@@ -98,6 +99,7 @@ class CatalogEntry(RecordBody, kw_only=True):
 
     session_id: str
     status: Literal["active", "inactive", "retrying"]
+    description: str
     last_delivery: ReceiptBody | UnsetType = UNSET
     retry: RetryState | UnsetType = UNSET
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-import msgspec
 from starlette.responses import Response
 
+from schedlog.rules.text import json_bytes
 from schedlog.serve.bodies import ErrorBody, ErrorDetail
 
 __all__ = [
@@ -26,6 +26,7 @@ JSON: Final = "application/json"
 _STATUS: Final[Mapping[str, int]] = {
     "invalid_request": 400,
     "unauthorized": 401,
+    "signin_code_refused": 401,
     "schedule_not_found": 404,
     "delivery_cursor_not_found": 404,
     "not_found": 404,
@@ -39,8 +40,6 @@ _STATUS: Final[Mapping[str, int]] = {
     "service_unavailable": 503,
     "too_many_clients": 503,
 }
-
-_encoder: Final = msgspec.json.Encoder()
 
 
 def status_of_code(code: str) -> int:
@@ -69,8 +68,8 @@ class HttpError(Exception):
 def json_response(
     value: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
-    """``value`` (Structs, dicts, lists) encoded by msgspec."""
-    return Response(_encoder.encode(value), status, headers=headers, media_type=JSON)
+    """``value`` (Structs, dicts, lists) as JSON; a lone surrogate as ``\\udxxx``."""
+    return Response(json_bytes(value), status, headers=headers, media_type=JSON)
 
 
 def error_response(error: HttpError) -> Response:

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 import msgspec
 
+from schedlog.about import docs_url, package_version
 from schedlog.host.tool_schemas import (
     RESULT_TYPES,
     TOOLS,
@@ -18,6 +19,7 @@ from schedlog.host.tool_schemas import (
     ErrorValue,
     UpdateNotApplied,
 )
+from schedlog.host.tools import TOOL_NAMES
 from schedlog.serve import bodies
 from schedlog.serve.bodies import MAX_PAGE
 from schedlog.serve.preview import PreviewBody, PreviewResult
@@ -118,9 +120,10 @@ def _one_of(types: Sequence[Any]) -> dict[str, Any]:
 
 
 def _tool_paths() -> dict[str, Any]:
-    """One POST per tool; each status lists the tool values it can carry."""
+    """One POST per tool the host answers (TOOL_NAMES); each status lists the tool values it
+    can carry."""
     paths: dict[str, Any] = {}
-    for name, (description, params) in TOOLS.items():
+    for name, (description, params) in _served_tools():
         values = [t for t in RESULT_TYPES[name] if t is not ErrorValue]
         refused = [t for t in values if t in (UpdateNotApplied, DeleteResult)]
         success = [t for t in values if t is not UpdateNotApplied]
@@ -141,9 +144,15 @@ def _tool_paths() -> dict[str, Any]:
     return paths
 
 
+def _served_tools() -> list[tuple[str, tuple[str, Any]]]:
+    """The catalog entries of the tools the host dispatches: a tool in the catalog that the
+    host does not answer yet (schedule_pause, schedule_resume) gets no route here."""
+    return [(name, entry) for name, entry in TOOLS.items() if name in TOOL_NAMES]
+
+
 def _tool_types() -> list[Any]:
     out: list[Any] = []
-    for name, (_description, params) in TOOLS.items():
+    for name, (_description, params) in _served_tools():
         out.append(params)
         for alternative in RESULT_TYPES[name]:
             if getattr(alternative, "__origin__", None) is list:
@@ -318,8 +327,8 @@ def openapi() -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "schedlog host",
-            "version": "1",
-            "description": "The schedlog host service over HTTP (docs/http-api.md).",
+            "version": package_version(),
+            "description": f"The schedlog host service over HTTP ({docs_url('http-api.md')}).",
         },
         "servers": [{"url": "/"}],
         "paths": paths,

@@ -21,14 +21,15 @@ from starlette.responses import Response
 
 from schedlog.errors import ScheduleInputError
 from schedlog.host.tool_schemas import CronSelector, DailySelector, WeeklySelector
+from schedlog.rules.describe import describe_rule
 from schedlog.rules.instants import format_instant
 from schedlog.rules.records import build_host_record
-from schedlog.rules.text import JSONSyntaxError, loads_strict
 from schedlog.rules.upcoming import upcoming_json
 from schedlog.serve.auth import read_body
 from schedlog.serve.bodies import ExplainTarget, RecordBody
 from schedlog.serve.errors import HttpError, json_response
 from schedlog.serve.routes import MAX_EXPLAIN, ServeState
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 from schedlog.tool_schemas import AtString, Instant, LocalAt
 
 __all__ = ["PREVIEW_SELECTORS", "PreviewBody", "PreviewResult", "preview"]
@@ -49,9 +50,11 @@ class PreviewBody(msgspec.Struct, forbid_unknown_fields=True):
 
 class PreviewResult(msgspec.Struct, forbid_unknown_fields=True):
     """The record ``schedule_create`` would build now (id ``schedule-preview``, title and
-    prompt ``preview``; zone and expression canonical) and its next targets after ``at``."""
+    prompt ``preview``; zone and expression canonical), its rule in words
+    (docs/rules.md#descriptions) and its next targets after ``at``."""
 
     record: RecordBody
+    description: str
     at: Instant
     upcoming: list[ExplainTarget]
 
@@ -96,6 +99,7 @@ async def preview(request: Request) -> Response:
     return json_response(
         {
             "record": record.to_json(),
+            "description": describe_rule(record),
             "at": format_instant(now),
             "upcoming": upcoming_json(record, now, count),
         }

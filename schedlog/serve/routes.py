@@ -23,14 +23,15 @@ from schedlog.host.history import MAX_PAGE as MAX_HISTORY_PAGE
 from schedlog.host.service import HostService
 from schedlog.host.task import Task, catalog_entry
 from schedlog.host.tools import INTERNAL_ERROR, TOOL_NAMES, HostTools
+from schedlog.rules.describe import describe_rule
 from schedlog.rules.instants import format_instant
-from schedlog.rules.text import JSONSyntaxError, loads_strict
 from schedlog.rules.upcoming import upcoming_json
 from schedlog.serve.auth import read_body
 from schedlog.serve.bodies import MAX_PAGE, Health, RetryState, UpdateBody
 from schedlog.serve.catalog_index import CatalogIndex, CatalogQuery, scan_page
 from schedlog.serve.errors import HttpError, json_response, status_of_code
 from schedlog.serve.sse import EventHub, TooManyClients
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
     "MAX_EXPLAIN",
@@ -173,6 +174,7 @@ def _decode_cursor(text: str) -> tuple[int, str]:
 
 def _entry(task: Task, retry: RetryState | None) -> dict[str, Any]:
     out = catalog_entry(task)
+    out["description"] = describe_rule(task.record)
     if retry is not None and task.active:
         out["status"] = "retrying"
         out["retry"] = msgspec.to_builtins(retry)

@@ -17,10 +17,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Final
 
-import msgspec
-
 from schedlog.host.changes import ChangeSource, TaskChange
 from schedlog.host.core import CHANGED
+from schedlog.rules.text import json_bytes
 from schedlog.serve.bodies import ChangeEvent
 
 __all__ = ["BUFFER", "KEEPALIVE_S", "RESET", "EventHub", "TooManyClients"]
@@ -29,7 +28,6 @@ BUFFER: Final = 4096
 QUEUE: Final = 1024
 KEEPALIVE_S: Final = 15.0
 RESET: Final = "schedule/reset"
-_encoder: Final = msgspec.json.Encoder()
 
 
 class TooManyClients(Exception):
@@ -69,7 +67,7 @@ class EventHub:
 
     def _on_change(self, change: TaskChange) -> None:
         self._seq += 1
-        data = _encoder.encode(ChangeEvent(change.id, change.session_id, change.kind))
+        data = json_bytes(ChangeEvent(change.id, change.session_id, change.kind))
         item = (self._seq, _frame(self._id(self._seq), CHANGED, data))
         self._buffer.append(item)
         for queue in self._clients:
@@ -95,7 +93,7 @@ class EventHub:
         return [item for item in self._buffer if item[0] > seq], False
 
     def _reset_frame(self) -> bytes:
-        data = _encoder.encode({"reason": "events were missed; read the catalog again"})
+        data = json_bytes({"reason": "events were missed; read the catalog again"})
         return _frame(self._id(self._seq), RESET, data)
 
     def open(self, last_event_id: str | None) -> AsyncIterator[bytes]:

@@ -26,7 +26,7 @@ ASSETS: Final = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "api.js": "text/javascript; charset=utf-8",
-    "describe.js": "text/javascript; charset=utf-8",
+    "times.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
 #: The paths of the page: no token needed (the page asks for one), the ``Host`` check applies.
@@ -55,12 +55,12 @@ def _load() -> dict[str, tuple[bytes, str]]:
     return out
 
 
-def page_url(base: str, token: str | None) -> str:
-    """The URL ``host serve`` prints: the page, with the token in the fragment so that it is
-    never sent to the server (or written to any access log); the page moves it into
-    sessionStorage and removes it from the address bar."""
+def page_url(base: str, code: str | None) -> str:
+    """The URL ``host serve`` prints: the page, with a one-time sign-in code in the fragment
+    (never sent to the server); the page exchanges it once for the token over
+    ``POST /v1/signin`` (schedlog.serve.signin) and removes it from the address bar."""
     root = base.rstrip("/") + "/"
-    return root if token is None else f"{root}#token={token}"
+    return root if code is None else f"{root}#code={code}"
 
 
 def web_routes() -> list[Route]:

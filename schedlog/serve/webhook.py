@@ -5,9 +5,7 @@
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -15,6 +13,7 @@ from schedlog.host.retry import Backoff
 from schedlog.rules.instants import format_instant
 from schedlog.serve.bodies import RetryState
 from schedlog.serve.routes import RetryLookup
+from schedlog.serve.secrets import PrivateFileError, read_private_file
 
 __all__ = ["SECRET_ENV", "SecretError", "check_url", "load_secret", "retry_lookup"]
 
@@ -25,6 +24,15 @@ class SecretError(Exception):
     """The webhook secret or URL cannot be used (code ``webhook-config``)."""
 
     code = "webhook-config"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+#: A secret file that is a symlink, FIFO... or owned by another user has its own code.
+_KIND_CODES: Final = {"type": "webhook-secret-type", "owner": "webhook-secret-owner"}
 
 
 def check_url(url: str) -> str:
@@ -40,17 +48,9 @@ def load_secret(path: str | None, environ: Mapping[str, str] | None = None) -> b
     env = os.environ if environ is None else environ
     if path is not None:
         try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-            if mode & 0o077:
-                raise SecretError(
-                    f"the webhook secret file {path} is accessible to others (mode {mode:04o}); "
-                    "make it 0600"
-                )
-            secret = Path(path).read_bytes().strip()
-        except OSError as exc:
-            raise SecretError(
-                f"cannot read the webhook secret file {path}: {exc.strerror}"
-            ) from None
+            secret = read_private_file(path, "the webhook secret file").strip()
+        except PrivateFileError as exc:
+            raise SecretError(str(exc), _KIND_CODES.get(exc.kind, SecretError.code)) from None
         where = path
     elif env.get(SECRET_ENV):
         secret, where = env[SECRET_ENV].strip().encode("utf-8"), SECRET_ENV

@@ -408,3 +408,24 @@ def test_human_repair(
         f"{path}: truncated 3 bytes of torn tail",
         f"{path}: no torn tail; nothing to do",
     ]
+
+
+def test_replay_report_formats_every_target_as_to_json_does(tmp_path: Path) -> None:
+    # replay_report formats the targets of the whole active set at once (format_instants):
+    # the same text as each record's to_json, over many days, times and kinds.
+    from schedlog.cli._logs import check_session_log, replay_report
+    from schedlog.rules.instants import format_instant, parse_canonical_instant
+
+    start = parse_canonical_instant("0001-01-01T00:00:00.000Z")
+    assert start is not None
+    events = [header()]
+    for i in range(300):
+        at = format_instant(start + i * 7_777_777_777_777 % 315_537_897_599_999)
+        kind = ("after", "at", "every")[i % 3]
+        extra: dict[str, Any] = {"title": f't<&"{i}'} if i % 5 == 0 else {}
+        events.append(change(create_data(f"r{i}", kind, at, **extra)))
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(log_bytes(*events))
+    check = check_session_log(str(path))
+    assert check.state is not None and len(check.state.active) == 300
+    assert replay_report(check, None)["active"] == [r.to_json() for r in check.state.active]

@@ -93,6 +93,7 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
                 "code": "invalid_selector",
                 "message": (
                     "schedule_create accepts exactly one of after_seconds, at, or every_seconds."
+                    ' Unknown key: "title".'
                 ),
             }
         },
@@ -223,7 +224,10 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
         {
             "error": {
                 "code": "invalid_time_zone",
-                "message": "time_zone must be UTC or a valid IANA Area/Location name.",
+                "message": (
+                    "time_zone must be UTC or a valid IANA Area/Location name."
+                    ' Got "Mars/Olympus_Mons".'
+                ),
             }
         },
     ),

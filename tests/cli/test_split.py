@@ -11,8 +11,8 @@ import pytest
 
 from schedlog.cli import _split
 from schedlog.cli._logs import check_session_log
-from schedlog.invariant import _fastcheck
-from schedlog.invariant._fastcheck import fast_check
+from schedlog.invariant import fastcheck
+from schedlog.invariant.fastcheck import fast_check
 from schedlog.rules.instants import format_instant, parse_canonical_instant
 from schedlog.rules.text import js_dumps
 from tests.eventlog.helpers import create_data, delete_data, dispatch_data, header
@@ -53,7 +53,7 @@ def _write_log(path: Path, n: int, *, broken_at: int | None = None) -> None:
 
 @pytest.fixture
 def small_split(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_fastcheck, "_MIN_SPLIT", 0)
+    monkeypatch.setattr(fastcheck, "_MIN_SPLIT", 0)
 
 
 @pytest.mark.usefixtures("small_split")
@@ -65,14 +65,14 @@ def test_two_processes_agree_with_one(tmp_path: Path, broken_at: int | None) -> 
         stream.write(b'{"type":"sched')  # a torn tail, read by the child
     one = fast_check(path)
     joined: list[bool] = []
-    real_join = _fastcheck._Chunk.join
+    real_join = fastcheck._Chunk.join
 
     def join(self: Any, result: bytes | None) -> Any:
         joined.append(bool(result))
         return real_join(self, result)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_fastcheck._Chunk, "join", join)
+        patch.setattr(fastcheck._Chunk, "join", join)
         two = fast_check(path, split=_split.fork_split)
     assert two == one
     # The child's result arrived (a delete of a record it did not create is left to the join,
@@ -103,3 +103,78 @@ def test_no_fork_no_child(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(os, "fork", refuse)
     assert _split.fork_split(lambda: b"x")() is None
+
+
+# --- validate of many logs: fork_map ----------------------------------------------------------
+
+
+def _square_or_die(item: int) -> Any:
+    if item == 13 and os.getpid() != PARENT:
+        os._exit(3)  # a child that dies halfway: its other items are done by the parent
+    if item == 21:
+        raise ValueError("bad item")
+    return {"n": item, "text": '<&"\ud800', "big": b"x" * (item * 3000)}
+
+
+PARENT = os.getpid()
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 5])
+def test_fork_map_gives_map_in_order(workers: int) -> None:
+    items = list(range(40))
+    got = list(_split.fork_map(_square_or_die, [i for i in items if i != 21], workers))
+    assert got == [_square_or_die(i) for i in items if i != 21]
+
+
+def test_fork_map_raises_the_works_exception_here() -> None:
+    with pytest.raises(ValueError, match="bad item"):
+        list(_split.fork_map(_square_or_die, list(range(30)), 2))
+
+
+def test_fork_map_without_fork_maps_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse() -> Any:
+        raise OSError("no more processes")
+
+    monkeypatch.setattr(os, "fork", refuse)
+    assert list(_split.fork_map(str, [1, 2, 3], 2)) == ["1", "2", "3"]
+
+
+def test_validate_of_many_logs_in_children_shows_what_one_process_shows(tmp_path: Path) -> None:
+    from schedlog.cli import _logs
+
+    names = []
+    for i in range(_logs.POOL_MIN + 5):
+        path = tmp_path / f"log-{i:02d}.jsonl"
+        _write_log(path, 3 + i, broken_at=2 if i % 4 == 1 else None)
+        names.append(str(path))
+    names.append(str(tmp_path / "missing.jsonl"))
+    for as_json in (True, False):
+        one = [_logs._validate_one(n, None, as_json, True) for n in names]
+        assert list(_logs._validated(names, None, as_json)) == one
+        assert [ok for ok, _ in one].count(False) == 4  # 3 broken, 1 missing
+
+
+@pytest.mark.parametrize("cores", [1, 2, 4])
+def test_a_long_log_is_split_on_two_cores_and_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int
+) -> None:
+    """The CLI's check of a log over the split size forks one child on a machine with two cores
+    or more (like this 2-core CI machine), and none on one core (issue 22: nothing showed that a
+    2-core machine actually splits)."""
+    path = tmp_path / "log.jsonl"
+    _write_log(path, 40_000)
+    assert path.stat().st_size >= fastcheck._MIN_SPLIT  # the real threshold, not lowered
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    check = check_session_log(str(path))
+    assert check.ok
+    assert len(forks) == (1 if cores >= 2 else 0)

@@ -13,6 +13,7 @@ from functools import cache
 
 import pytest
 
+from schedlog.about import DOCS_URL
 from tests.docs.site import DOCS, ROOT, anchors
 
 #: ``docs/protocol.md#fold``, ``docs/errors.md``; in Markdown also ``](protocol.md#fold)``.
@@ -23,6 +24,8 @@ SIGN = "\u00a7"
 #: A section-number citation of the external specification: "SPEC", the sign and a number,
 #: or the sign and a number alone.
 SECTION = re.compile(rf"SPEC\s*{SIGN}|{SIGN}\s*\d")
+#: The same pointer as a URL of the documentation site (help texts, messages).
+SITE = re.compile(re.escape(DOCS_URL) + r"([\w-]+)\.html(?:#([\w-]+))?")
 SUFFIXES = (".py", ".md", ".toml", ".yml", ".json", ".txt", ".js", ".html", ".css")
 #: Notes written before the documentation existed may keep their section numbers.
 HISTORY = {"docs/decisions.md"}
@@ -45,6 +48,7 @@ def page_anchors(page: str) -> frozenset[str] | None:
 
 def broken(text: str, *, in_docs: bool) -> Iterator[str]:
     pointers = [(m.group(0), m.group(1), m.group(2)) for m in POINTER.finditer(text)]
+    pointers += [(m.group(0), m.group(1) + ".md", m.group(2)) for m in SITE.finditer(text)]
     if in_docs:
         pointers += [(m.group(0), m.group(1), m.group(2)) for m in DOC_LINK.finditer(text)]
     for shown, page, anchor in pointers:
@@ -84,6 +88,9 @@ def test_the_checks_catch_bad_citations() -> None:
     assert len(list(broken("docs/protocol.md#no-such-anchor", in_docs=False))) == 1
     assert len(list(broken("docs/no-such-page.md", in_docs=False))) == 1
     assert len(list(broken("[x](rules.md#nope)", in_docs=True))) == 1
+    assert list(broken(f"see {DOCS_URL}protocol.html#fold", in_docs=False)) == []
+    assert len(list(broken(f"see {DOCS_URL}protocol.html#nope", in_docs=False))) == 1
+    assert len(list(broken(f"see {DOCS_URL}nope.html", in_docs=False))) == 1
     assert SECTION.search(f"as SPEC {SIGN}10.3 says") and SECTION.search(f"({SIGN}11.8)")
     assert not SECTION.search("docs/protocol.md#fold")
 
@@ -114,3 +121,12 @@ def test_no_help_text_names_a_document_outside_the_repository(outside: re.Patter
     for where, text in texts:
         assert not outside.search(text), f"{where}: {text}"
         assert list(broken(text, in_docs=False)) == [], f"{where}: {text}"
+
+
+def test_help_texts_point_to_the_site_not_to_files() -> None:
+    """A wheel user has no ``docs/`` directory: help texts give the site's URLs."""
+    from schedlog.cli.main import build_parser
+
+    texts = list(_help_texts(build_parser(), "schedlog"))
+    assert [f"{where}: {text}" for where, text in texts if POINTER.search(text)] == []
+    assert sum(bool(SITE.search(text)) for _, text in texts) >= 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from schedlog.eventlog import LogEvent, encode_line, event_from_value
-from schedlog.rules.text import loads_strict
+from schedlog.strictjson import loads_strict
 
 
 def header(sid: str = "s-1", seed: Any = 0, parent: Any = None) -> dict[str, Any]:

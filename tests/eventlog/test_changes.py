@@ -21,7 +21,8 @@ from schedlog.eventlog import (
 from schedlog.eventlog import changes as changes_module
 from schedlog.rules.instants import MAX_MS, MIN_MS, parse_canonical_instant
 from schedlog.rules.record import Record
-from schedlog.rules.text import JSONSyntaxError, is_blank, is_trimmed, js_dumps, loads_strict
+from schedlog.rules.text import is_blank, is_trimmed, js_dumps
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 from tests.eventlog.helpers import create_data, delete_data, dispatch_data, record
 
 T = "2026-05-01T09:00:00.000Z"

@@ -1,6 +1,6 @@
-"""The summary read's fast path (``schedlog.eventlog._fastline``) against the reference decoder.
+"""The summary read's fast path (``schedlog.eventlog.fastline``) against the reference decoder.
 
-Line by line: whatever :func:`summary_line` takes, the reference (``reader._reference_line``)
+Line by line: whatever :func:`summary_line` takes, the reference (``reader.reference_line``)
 accepts with the same result. Log by log: a read with the fast paths equals a read with the
 reference alone, and so do the folds. The lines are mutated the ways other writers and damage
 spell them: spacing, key order, escapes (``\\uXXXX``, ``\\u003a`` for ``:``), unicode, big ints,
@@ -19,9 +19,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from schedlog.eventlog import CorruptLogError, LogEvent
-from schedlog.eventlog._fastline import summary_line
 from schedlog.eventlog.changes import decode_change
-from schedlog.eventlog.reader import _reference_line, parse_lines
+from schedlog.eventlog.fastline import summary_line
+from schedlog.eventlog.reader import parse_lines, reference_line
 from schedlog.fold.steps import FoldError
 from schedlog.invariant.logs import validate_log
 from schedlog.rules.text import js_dumps
@@ -219,7 +219,7 @@ WRITER_LINES = [
 
 def _reference(raw: bytes) -> LogEvent | CorruptLogError:
     try:
-        item = _reference_line(raw, 2)
+        item = reference_line(raw, 2)
     except CorruptLogError as exc:
         return exc
     assert isinstance(item, LogEvent)

@@ -21,7 +21,7 @@ from schedlog.eventlog import (
     read_log,
 )
 from schedlog.eventlog.reader import parse_lines
-from schedlog.rules.text import DuplicateKeyError, loads_strict
+from schedlog.strictjson import DuplicateKeyError, loads_strict
 from tests.eventlog.helpers import change, chatter, create_data, header, log_bytes
 
 HEAD = log_bytes(header())

@@ -1,8 +1,8 @@
 """The npm reference implementation (``@deepseek-ai/dsh-schedule@0.1.0-rc.8``) for the opt-in
-differential tests: the gate that keeps them out of CI, and one install shared by both.
+differential tests: the opt-in gate, and one install shared by both.
 
-Set ``SCHEDLOG_DIFFERENTIAL=1`` to run them. The package is installed once (``npm install
---ignore-scripts``) into ``SCHEDLOG_REFERENCE_DIR`` (default
+Set ``SCHEDLOG_DIFFERENTIAL=1`` to run them (``.ci/run`` sets it). The package is installed
+once (``npm install --ignore-scripts``) into ``SCHEDLOG_REFERENCE_DIR`` (default
 ``~/.cache/schedlog/dsh-schedule-0.1.0-rc.8``); a test skips when node, npm or the package is
 unavailable.
 """

@@ -70,3 +70,14 @@ def test_cursor_folds_only_the_appended_events() -> None:
     with pytest.raises(FoldError):
         cursor.state(events)  # so everything is folded again
     assert cursor.folded == 0
+
+
+def test_a_different_seed_length_folds_from_the_start() -> None:
+    """Same list, same events, another seed length: the remembered state covers other owned
+    events, so it must not be reused (issue 22: the seed-length check was untested)."""
+    events = [event(change(create_data("schedule-1"))), event(chatter())]
+    cursor = FoldCursor()
+    assert [r.id for r in cursor.state(events, seed_length=0).active] == ["schedule-1"]
+    assert cursor.state(events, seed_length=1).active == ()  # the create is inherited now
+    assert cursor.state(events, seed_length=1) == fold(events, seed_length=1)
+    assert [r.id for r in cursor.state(events, seed_length=0).active] == ["schedule-1"]

@@ -1,7 +1,7 @@
 """Optional differential test against the upstream reference fold (npm
 ``@deepseek-ai/dsh-schedule@0.1.0-rc.8``, run with Node).
 
-Opt-in, never required by CI: set ``SCHEDLOG_DIFFERENTIAL=1``. The package is installed once
+Opt-in (``.ci/run`` opts in): set ``SCHEDLOG_DIFFERENTIAL=1``. The package is installed once
 (``npm install --ignore-scripts``) into ``SCHEDLOG_REFERENCE_DIR`` (default
 ``~/.cache/schedlog/dsh-schedule-0.1.0-rc.8``); the test skips when node, npm or the package is
 unavailable. Random streams (valid steps plus occasional invalid ones) are folded by both;

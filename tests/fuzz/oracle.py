@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeVar
 
 from schedlog.errors import ScheduleError
-from schedlog.rules.text import js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
+from schedlog.strictjson import loads_strict
 
 T = TypeVar("T")
 
@@ -24,6 +25,7 @@ INPUT_CODES: Final = frozenset(  # docs/errors.md#input-codes
     {
         "invalid_selector",
         "invalid_prompt",
+        "invalid_session_id",
         "invalid_rule",
         "invalid_time_zone",
         "not_future",
@@ -35,14 +37,33 @@ INPUT_CODES: Final = frozenset(  # docs/errors.md#input-codes
     }
 )
 RESULT_CODES: Final = frozenset(  # docs/errors.md#result-codes
-    {"schedule_not_found", "schedule_ended", "schedule_conflict", "delivery_cursor_not_found"}
+    {
+        "schedule_not_found",
+        "schedule_ended",
+        "schedule_conflict",
+        "delivery_cursor_not_found",
+        "pause_unsupported",
+    }
 )
 STORE_OPEN_CODES: Final = frozenset({"malformed-medium", "version-mismatch", "invalid-record"})
 #: Opening a store another service holds (our addition to the three validation failures).
 STORE_LOCK_CODES: Final = frozenset({"store-locked"})
 CLI_CODES: Final = frozenset({"invalid_request"})  # docs/errors.md#cli-code
+#: Answered by the Python API's tool dispatchers only (docs/errors.md#embedding-codes): no batch
+#: line can carry arguments that are not an object, nor reach an engine that is not running.
+EMBEDDING_CODES: Final = frozenset({"invalid_arguments", "engine_not_running"})
+#: docs/errors.md#session-log-files
+SESSION_LOG_CODES: Final = frozenset({"session_log_not_regular"})
 #: Every stable code: the code headings of docs/errors.md (tests/fuzz/test_oracle.py checks).
-STABLE_CODES: Final = INPUT_CODES | RESULT_CODES | STORE_OPEN_CODES | STORE_LOCK_CODES | CLI_CODES
+STABLE_CODES: Final = (
+    INPUT_CODES
+    | RESULT_CODES
+    | STORE_OPEN_CODES
+    | STORE_LOCK_CODES
+    | CLI_CODES
+    | EMBEDDING_CODES
+    | SESSION_LOG_CODES
+)
 
 # Narrower sets, per entry point, as the documentation states them.
 #: docs/protocol.md#record-decoders, docs/protocol.md#changes, docs/protocol.md#fold
@@ -51,13 +72,21 @@ CRON: Final = frozenset({"invalid_rule"})  # docs/rules.md#cron-grammar
 ZONE: Final = frozenset({"invalid_time_zone"})  # docs/rules.md#zone-check
 AT: Final = frozenset({"invalid_rule", "invalid_time_zone", "time_out_of_range", "not_future"})
 DECIDE: Final = frozenset({"time_out_of_range", "invalid_rule"})  # docs/rules.md#catch-up
-CREATE: Final = INPUT_CODES - {"corrupt_schedule_log", "persistence_uncertain", "internal_error"}
+CREATE: Final = INPUT_CODES - {
+    "corrupt_schedule_log",
+    "persistence_uncertain",
+    "internal_error",
+    "invalid_session_id",  # host only (HOST_TOOL)
+}
 UPDATE: Final = CREATE | {"schedule_conflict"}
 #: Host tool values (docs/protocol.md#host-tools) never carry corrupt_schedule_log or
 # persistence_uncertain.
 #: internal_error is allowed (a session id the store cannot hold fails the write), but any
 #: exception that reached the tools' catch-all is reported separately (``tool.failed``).
+#: HostTools.call answers invalid_arguments for arguments that are not an object (a fuzzed
+#: call passes them straight to it; a batch line cannot).
 HOST_TOOL: Final = INPUT_CODES - {"corrupt_schedule_log", "persistence_uncertain"} | {
+    "invalid_arguments",
     "schedule_not_found",
     "schedule_ended",
     "schedule_conflict",

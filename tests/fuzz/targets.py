@@ -47,9 +47,10 @@ from schedlog.rules.records import (
     decode_host_record,
     decode_legacy_record,
 )
-from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
 from schedlog.rules.update import resolve_update
 from schedlog.rules.zones import check_time_zone, get_zone
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 from tests.fuzz import gen as g
 from tests.fuzz import oracle as o
 from tests.fuzz.envs import HostEnv, SessionEnv, captured, swallowed

@@ -26,7 +26,7 @@ from tests import pg
 from tests.host.helpers import T0, MemorySessions, task
 from tests.pg import pg_store, sql
 
-psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
+psycopg = pg.require_psycopg()
 
 from schedlog.host.stores.pg_rows import StoreConflictError  # noqa: E402
 from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402

@@ -25,7 +25,7 @@ from tests import pg
 from tests.host.helpers import T0, MemorySessions, task
 from tests.pg import pg_store, sql
 
-psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
+psycopg = pg.require_psycopg()
 
 from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402
 

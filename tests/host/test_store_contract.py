@@ -18,7 +18,7 @@ from schedlog.host.stores.base import StoreLockedError, StoreWriteError, TaskSto
 from schedlog.host.stores.open import open_store
 from schedlog.host.task import Receipt, decode_task
 from schedlog.rules.instants import MAX_MS
-from schedlog.rules.text import loads_strict
+from schedlog.strictjson import loads_strict
 from tests import pg
 from tests.host.conftest import store_path
 from tests.host.helpers import T0, MemorySessions, task

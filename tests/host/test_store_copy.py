@@ -23,7 +23,7 @@ BACKENDS = ("sqlite", "json", "postgresql")
 
 @pytest.fixture(scope="module")
 def databases() -> Iterator[list[str]]:
-    gens = [pg.fresh_database("schedlog_copy") for _ in range(2)]
+    gens = [pg.fresh_database() for _ in range(2)]
     urls = [next(g) for g in gens]
     yield urls
     for g in gens:

@@ -32,7 +32,7 @@ from tests import pg
 from tests.host.helpers import T0, MemorySessions, task
 from tests.pg import sql
 
-psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
+psycopg = pg.require_psycopg()
 
 from schedlog.host.stores.pg_admin import migrate, schema_version  # noqa: E402
 from schedlog.host.stores.pg_rows import StoreConflictError, redact_url  # noqa: E402

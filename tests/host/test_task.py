@@ -176,3 +176,77 @@ def test_last_delivery_message() -> None:
     value = {"sessionId": "s", "record": RECORD, "deliveryHistory": hist(RECEIPT)}
     with pytest.raises(InvalidTaskError, match="Last delivery must match"):
         decode_task("schedule-1", value)
+
+
+# --- the paused state (docs/decisions.md#pause-and-resume) -------------------------------------
+
+PAUSED_AT = "2026-05-01T08:55:00.000Z"
+
+
+def test_a_paused_task_round_trips_with_paused_at_after_status() -> None:
+    value = {
+        "deliveryHistory": hist(RECEIPT),
+        "lastDelivery": RECEIPT,
+        "pausedAt": PAUSED_AT,
+        "status": "active",
+        "record": RECORD,
+        "sessionId": "s-1",
+    }
+    t = decode_task("schedule-1", value, pausable=True)
+    assert t.paused and t.active and t.effective_status == "active"
+    assert list(encode_task(t)) == [
+        "sessionId",
+        "record",
+        "status",
+        "pausedAt",
+        "lastDelivery",
+        "deliveryHistory",
+    ]
+    assert encode_task(t)["pausedAt"] == PAUSED_AT
+    assert decode_task("schedule-1", encode_task(t), pausable=True) == t
+
+
+def test_not_paused_is_the_default_and_writes_nothing_new() -> None:
+    for pausable in (False, True):
+        t = decode_task("schedule-1", {"sessionId": "s", "record": RECORD}, pausable=pausable)
+        assert t.paused_at is None and not t.paused
+        assert "pausedAt" not in encode_task(t)
+    assert not task().paused and "pausedAt" not in encode_task(task())
+
+
+def test_the_upstream_document_has_no_paused_at() -> None:
+    """Without ``pausable`` (the JSON document store, an upstream reader) the member is unknown."""
+    value = {"sessionId": "s", "record": RECORD, "status": "active", "pausedAt": PAUSED_AT}
+    with pytest.raises(InvalidTaskError, match="unknown member 'pausedAt'"):
+        decode_task("schedule-1", value)
+
+
+@pytest.mark.parametrize(
+    "paused_at",
+    [
+        "2026-05-01T08:55:00Z",  # not canonical
+        "",
+        "<&\"'>",
+        "\ud800",
+        "9" * 10_000,
+        10**30,
+        None,
+        True,
+        1_777_625_700_000,  # epoch ms is not the stored form
+    ],
+    ids=["short", "empty", "markup", "surrogate", "huge", "bignum", "null", "bool", "number"],
+)
+def test_a_bad_paused_at_is_refused_naming_the_member(paused_at: Any) -> None:
+    value = {"sessionId": "s", "record": RECORD, "status": "active", "pausedAt": paused_at}
+    with pytest.raises(InvalidTaskError, match="schedule task pausedAt must be a canonical"):
+        decode_task("schedule-1", value, pausable=True)
+
+
+def test_an_ended_task_cannot_be_paused() -> None:
+    value = {"sessionId": "s", "record": RECORD, "status": "inactive", "pausedAt": PAUSED_AT}
+    with pytest.raises(InvalidTaskError, match="pausedAt is allowed only on an active task"):
+        decode_task("schedule-1", value, pausable=True)
+    # an absent status reads as active, so it may carry a pause
+    assert decode_task(
+        "schedule-1", {"sessionId": "s", "record": RECORD, "pausedAt": PAUSED_AT}, pausable=True
+    ).paused

@@ -15,9 +15,10 @@ import msgspec
 import pytest
 
 from schedlog.cli.session_cmd import register_tools
+from schedlog.errors import ScheduleInputError
 from schedlog.host.service import HostService
 from schedlog.host.tool_schemas import RESULT_TYPES, TOOLS, tool_schemas, tool_schemas_markdown
-from schedlog.host.tools import TOOL_NAMES, HostTools
+from schedlog.host.tools import PAUSE_TOOL_NAMES, TOOL_NAMES, HostTools, pause_tool_id
 from schedlog.runtime.clock import VirtualClock
 from tests.host.helpers import MemorySessions
 from tests.host.test_service import args, run
@@ -53,11 +54,15 @@ def check_typed(schema: Any, where: str) -> None:
 
 
 def test_catalog_is_well_formed_json_schema() -> None:
-    value = tool_schemas()
+    value = tool_schemas(unserved=True)
     assert json.loads(json.dumps(value)) == value
     assert value["protocol"] == "host"
     assert value["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert [t["name"] for t in value["tools"]] == list(TOOL_NAMES) == list(TOOLS)
+    # the published catalog holds the tools the host dispatches; pause and resume are written
+    # (tool_schemas(unserved=True)) but left out until the host answers them
+    assert [t["name"] for t in tool_schemas()["tools"]] == list(TOOL_NAMES)
+    assert [t["name"] for t in value["tools"]] == list(TOOLS)
+    assert [*TOOL_NAMES, *PAUSE_TOOL_NAMES] == list(TOOLS)
     for ref in refs(value):
         assert ref.startswith("#/$defs/") and ref.removeprefix("#/$defs/") in value["$defs"]
     for name, schema in value["$defs"].items():
@@ -67,7 +72,10 @@ def test_catalog_is_well_formed_json_schema() -> None:
         assert tool["parameters"]["type"] == "object"
         check_typed(tool["parameters"], f"{tool['name']}/parameters")
         check_typed(tool["result"], f"{tool['name']}/result")
-    create, _, _, update = (t["parameters"] for t in value["tools"])
+    create, _, _, update, pause, resume = (t["parameters"] for t in value["tools"])
+    for by_id in (pause, resume):
+        assert by_id["required"] == ["id"] and by_id["additionalProperties"] is False
+        assert list(by_id["properties"]) == ["id"]
     assert create["additionalProperties"] is False and create["required"] == ["prompt", "title"]
     assert [s["required"] for s in create["oneOf"]] == [
         ["after_seconds"],
@@ -126,10 +134,10 @@ def test_descriptions_say_what_section_11_10_asks() -> None:
 def test_markdown_has_one_section_per_tool_with_json_blocks() -> None:
     text = tool_schemas_markdown()
     assert text.startswith("# schedlog host tools\n")
-    for name in TOOLS:
+    for name in TOOL_NAMES:
         assert f"\n## {name}\n" in text
     blocks = re.findall(r"```json\n(.*?)\n```", text, flags=re.S)
-    assert len(blocks) == 2 * len(TOOLS) + 1
+    assert len(blocks) == 2 * len(TOOL_NAMES) + 1
     assert json.loads(blocks[-1]) == tool_schemas()["$defs"]
 
 
@@ -274,14 +282,14 @@ def calls(tmp_path_factory: pytest.TempPathFactory) -> list[Call]:
 
 
 def test_result_types_accept_every_value_the_tools_return(calls: list[Call]) -> None:
-    used: dict[str, set[Any]] = {name: set() for name in RESULT_TYPES}
+    used: dict[str, set[Any]] = {name: set() for name in TOOL_NAMES}
     for tool, arguments, value in calls:
         accepted = matching(tool, value)
         assert len(accepted) == 1, (tool, arguments, value, accepted)
         used[tool].add(accepted[0])
     # the scenario exercises every declared alternative, so none of them is dead weight
-    for tool, alternatives in RESULT_TYPES.items():
-        assert used[tool] == set(alternatives), tool
+    for tool in TOOL_NAMES:
+        assert used[tool] == set(RESULT_TYPES[tool]), tool
     codes = {v["code"] for _, _, v in calls if isinstance(v, dict) and "code" in v}
     assert codes >= {
         "invalid_selector",
@@ -354,3 +362,137 @@ def test_result_schemas_validate_every_value_the_tools_return(calls: list[Call])
         for name, arguments, returned in calls:
             if name == tool["name"]:
                 assert validator.is_valid(returned), (name, arguments, returned)
+
+
+# --- schedule_pause and schedule_resume (docs/protocol.md#pause) ------------------------------
+
+
+def test_pause_and_resume_descriptions_say_what_happens_to_missed_occurrences() -> None:
+    text = {name: description for name, (description, _) in TOOLS.items()}
+    for phrase in (
+        "keeps its id, title, prompt, timing and history",
+        "Occurrences that fall inside the pause are skipped, never delivered later",
+        "a one-shot reminder whose time passes while paused is delivered once, when it is resumed",
+        "it stays paused",
+        "changed: false if it was already paused",
+        "schedule_not_found",
+        "schedule_ended",
+        "pause_unsupported",
+    ):
+        assert phrase in text["schedule_pause"], phrase
+    for phrase in (
+        "keeping its cadence",
+        "first occurrence after now",
+        "every_seconds keeps its original anchor",
+        "the occurrences missed during the pause are not delivered",
+        "whose time passed during the pause is delivered once, right away",
+        "changed: false if the reminder was not paused",
+        "schedule_not_found",
+        "schedule_ended",
+    ):
+        assert phrase in text["schedule_resume"], phrase
+    assert "paused" in text["schedule_list"]
+
+
+AT = "2026-05-04T07:30:00.000Z"
+PAUSED = {"id": "s-1", "paused": True, "changed": True, "pausedAt": AT}
+RESUMED = {"id": "s-1", "paused": False, "changed": True, "scheduledAt": AT, "state": "scheduled"}
+
+
+def coded(code: str, **members: Any) -> dict[str, Any]:
+    return {"id": "s-1", "changed": False, "code": code, **members}
+
+
+P, R = "schedule_pause", "schedule_resume"
+PAUSE_VALUES: list[tuple[str, Any, str | None]] = [
+    # (tool, value, the alternative that accepts it; None: no alternative may)
+    (P, PAUSED, "PauseResult"),
+    (P, {**PAUSED, "changed": False}, "PauseResult"),
+    (P, coded("schedule_not_found"), "PauseNotApplied"),
+    (P, coded("schedule_ended"), "PauseNotApplied"),
+    (P, coded("pause_unsupported"), "PauseNotApplied"),
+    (P, {"code": "invalid_rule", "message": "m"}, "ErrorValue"),
+    (P, {**PAUSED, "paused": False}, None),
+    (P, {k: v for k, v in PAUSED.items() if k != "pausedAt"}, None),
+    (P, {**PAUSED, "pausedAt": '<&">'}, None),
+    (P, coded("schedule_ended", changed=True), None),
+    (P, coded("schedule_conflict"), None),
+    (P, coded("schedule_ended", id=""), None),
+    (R, RESUMED, "ResumeResult"),
+    (R, {**RESUMED, "changed": False, "state": "overdue"}, "ResumeResult"),
+    (R, coded("schedule_ended", paused=False, changed=True), "ResumeEnded"),
+    (R, coded("schedule_not_found"), "ResumeNotApplied"),
+    (R, coded("schedule_ended"), "ResumeNotApplied"),
+    (R, {"code": "internal_error", "message": "m"}, "ErrorValue"),
+    (R, {**RESUMED, "state": "paused"}, None),
+    (R, {**RESUMED, "paused": True}, None),
+    (R, coded("schedule_ended", paused=False), None),
+    (R, coded("pause_unsupported"), None),
+    (R, coded("schedule_not_found", changed=True), None),
+]
+
+
+@pytest.mark.parametrize(("tool", "value", "accepted_by"), PAUSE_VALUES)
+def test_pause_and_resume_result_types(tool: str, value: Any, accepted_by: str | None) -> None:
+    """Each stable result value fits exactly one declared alternative, by the Structs and by the
+    published JSON Schema alike; what the host must never return fits none."""
+    accepted = [t.__name__ for t in matching(tool, value)]
+    assert accepted == ([] if accepted_by is None else [accepted_by]), accepted
+    catalog = tool_schemas(unserved=True)
+    (entry,) = (t for t in catalog["tools"] if t["name"] == tool)
+    validator = jsonschema.Draft202012Validator({**entry["result"], "$defs": catalog["$defs"]})
+    assert validator.is_valid(value) is (accepted_by is not None)
+
+
+def test_every_pause_and_resume_alternative_is_covered() -> None:
+    for tool in PAUSE_TOOL_NAMES:
+        covered = {by for name, _, by in PAUSE_VALUES if name == tool and by is not None}
+        assert covered == {t.__name__ for t in RESULT_TYPES[tool]}, tool
+
+
+def test_a_paused_view_is_a_view_state() -> None:
+    view = {
+        "id": "schedule-1",
+        "kind": "every",
+        "title": "Standup",
+        "prompt": "Post the notes",
+        "everySeconds": 3600,
+        "scheduledAt": AT,
+        "state": "paused",
+        "deliveryMode": "host",
+    }
+    assert len(matching("schedule_update", view)) == 1
+    assert len(matching("schedule_list", [view])) == 1
+    assert matching("schedule_update", {**view, "state": "ended"}) == []
+
+
+@pytest.mark.parametrize("tool", PAUSE_TOOL_NAMES)
+def test_pause_tool_id_checks_the_id_like_schedule_delete(tool: str) -> None:
+    assert pause_tool_id(tool, {"id": "schedule-1", "other": "ignored"}) == "schedule-1"
+    assert pause_tool_id(tool, {"id": '<&"> \ud800'}) == '<&"> \ud800'  # unusual: not found later
+    for bad in ({}, {"id": ""}, {"id": " x"}, {"id": "x\n"}, {"id": 1}, {"id": None}, [], "x"):
+        with pytest.raises(ScheduleInputError) as info:
+            pause_tool_id(tool, bad)
+        assert info.value.code == "invalid_rule"
+        assert info.value.message == f"{tool} id must be non-empty without surrounding whitespace."
+    with pytest.raises(KeyError):
+        pause_tool_id("schedule_delete", {"id": "x"})
+
+
+def test_pause_and_resume_are_not_dispatched_yet(tmp_path: Any) -> None:
+    """No stand-in answers them: the host's tool call, its HTTP route and its OpenAPI document
+    know only the tools the service implements."""
+    from schedlog.serve.openapi import openapi
+
+    async def scenario(svc: HostService, _clock: VirtualClock, _: MemorySessions) -> None:
+        for name in PAUSE_TOOL_NAMES:
+            with pytest.raises(KeyError):
+                await HostTools(svc).call(name, "s-1", {"id": "schedule-1"})
+
+    run(tmp_path, "sqlite", scenario)
+    paths = openapi()["paths"]
+    for name in PAUSE_TOOL_NAMES:
+        assert f"/v1/sessions/{{sessionId}}/tools/{name}" not in paths
+    for name in TOOL_NAMES:
+        assert f"/v1/sessions/{{sessionId}}/tools/{name}" in paths
+    assert {t["name"] for t in tool_schemas()["tools"]}.isdisjoint(PAUSE_TOOL_NAMES)

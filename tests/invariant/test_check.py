@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-import schedlog.fold.replay
 from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog import DeleteChange, DispatchChange, parse_log
-from schedlog.fold import FoldState, fold
+from schedlog.fold import FoldState, fold, replay
 from schedlog.invariant import InvariantError, check, validate_log
 from tests.eventlog.helpers import (
     change,
@@ -97,7 +96,7 @@ def test_check_never_refolds(monkeypatch: pytest.MonkeyPatch) -> None:
 
     # Every name the checker could reach a whole-log fold through, re-exports included
     # (schedlog.fold.fold, schedlog.fold, schedlog.invariant.logs, ...), not one binding only.
-    folds = {schedlog.fold.replay.fold, schedlog.fold.replay.fold_changes}
+    folds = {replay.fold, replay.fold_changes}
     patched = 0
     for name, module in list(sys.modules.items()):
         if name == "schedlog" or name.startswith("schedlog."):

@@ -1,4 +1,4 @@
-"""A long log checked in two parts (``_fastcheck`` with ``split``) against one part.
+"""A long log checked in two parts (``fastcheck`` with ``split``) against one part.
 
 The second part (the tail) is folded without the first part's state: deletes and dispatches of
 records it did not create are kept, in order, and joined into the first part's fold
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schedlog.invariant import _fastcheck
-from schedlog.invariant._fastcheck import fast_check_bytes
+from schedlog.invariant import fastcheck
+from schedlog.invariant.fastcheck import fast_check_bytes
 from schedlog.rules.text import js_dumps
 from tests.eventlog.helpers import create_data, delete_data, dispatch_data, header
 from tests.invariant.test_fastcheck import (
@@ -54,7 +54,7 @@ def split_check(
     (at or past the last line end: not split), and whether each join used the tail's result."""
     ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
     joins: list[bool] = []
-    real_join = _fastcheck._Chunk.join
+    real_join = fastcheck._Chunk.join
 
     def join(self: Any, result: bytes | None) -> Any:
         joined = real_join(self, result)
@@ -67,8 +67,8 @@ def split_check(
         return ends[after_line] if ends[after_line] > start else None
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_fastcheck, "_middle", middle)
-        patch.setattr(_fastcheck._Chunk, "join", join)
+        patch.setattr(fastcheck, "_middle", middle)
+        patch.setattr(fastcheck._Chunk, "join", join)
         result = fast_check_bytes(data, file="f", chunk=chunk, split=split, min_split=0)
     return result, joins
 
@@ -193,5 +193,5 @@ def test_the_middle_leaves_the_stream_where_it_was(min_split: int, long_line: bo
         body = body.replace(b"Prompt of a", b"p" * (1 << 16), 1)
     stream = io.BytesIO(body)
     stream.seek(7)
-    _fastcheck._middle(stream, body.index(b"\n") + 1, min_split)
+    fastcheck._middle(stream, body.index(b"\n") + 1, min_split)
     assert stream.tell() == 7

@@ -29,7 +29,6 @@ import contextlib
 import json
 import os
 import random
-import secrets
 import shutil
 import signal
 import subprocess
@@ -875,7 +874,7 @@ def run(
     work.mkdir(parents=True, exist_ok=True)
     sessions = work / "sessions"
     t0 = time.time()
-    name = f"schedlog_mh_{secrets.token_hex(6)}"
+    name = pg.database_name()
     with pg.admin() as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = pg.with_database(pg.server_url(), name)

@@ -19,9 +19,9 @@ import pytest
 
 from tests import pg
 
-pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
+pg.require_psycopg()
 
-from tests.reliability import multihost
+from tests.reliability import multihost  # noqa: E402
 
 
 def test_multihost_fault_run_ci_subset() -> None:

@@ -28,6 +28,7 @@ from schedlog.rules.at import (
 )
 from schedlog.rules.instants import MAX_MS, MIN_MS, format_instant, parse_canonical_instant
 from schedlog.rules.zones import get_zone
+from tests.rules.messages import assert_error
 from tests.rules.test_calendar import ORACLE_ZONES, oracle_resolve
 
 
@@ -45,7 +46,7 @@ TZ_INVALID = "time_zone must be UTC or a valid IANA Area/Location name."
 def fails(code: str, message: str, value: object, now: int = NOW) -> None:
     with pytest.raises(ScheduleInputError) as info:
         parse_at(value, now)
-    assert (info.value.code, info.value.message) == (code, message)
+    assert_error(info.value, code, message)
 
 
 # --- string form -------------------------------------------------------------------------------

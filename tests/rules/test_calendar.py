@@ -40,6 +40,7 @@ from schedlog.rules.instants import (
     parse_canonical_instant,
 )
 from schedlog.rules.zones import Zone, get_zone
+from tests.rules.messages import assert_error
 
 # --- the zoneinfo oracle (shared with test_at and test_decide) ---------------------------------
 
@@ -146,7 +147,7 @@ def input_error(code: str, message: str, func: object, value: object) -> None:
     assert callable(func)
     with pytest.raises(ScheduleInputError) as info:
         func(value)
-    assert (info.value.code, info.value.message) == (code, message)
+    assert_error(info.value, code, message)
 
 
 DAILY_TIME = "daily.time must use HH:mm:ss with optional 1-3 digit fractional seconds."

@@ -29,6 +29,7 @@ from schedlog.rules.records import (
     validate_session_create_args,
 )
 from schedlog.rules.text import is_blank, is_trimmed
+from tests.rules.messages import assert_error
 
 
 def ms(text: str) -> int:
@@ -152,7 +153,7 @@ def input_error(code: str, message: str, func: object, *args: object, **kwargs: 
     assert callable(func)
     with pytest.raises(ScheduleInputError) as info:
         func(*args, **kwargs)
-    assert (info.value.code, info.value.message) == (code, message)
+    assert_error(info.value, code, message)
 
 
 # --- decoders: valid records -------------------------------------------------------------------

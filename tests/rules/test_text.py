@@ -10,14 +10,13 @@ from hypothesis import strategies as st
 
 from schedlog.rules.text import (
     JS_WHITESPACE,
-    JSONSyntaxError,
     is_blank,
     js_dumps,
     js_trim,
     json_int,
-    loads_strict,
     utf16_len,
 )
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ from schedlog.rules.update import (
     UpdateResult,
     resolve_update,
 )
+from tests.rules.messages import assert_error
 
 
 def ms(text: str) -> int:
@@ -77,7 +78,7 @@ def resolve(rec: Record, now: int = NOW, expected: object = None, **kwargs: obje
 def input_error(code: str, message: str, rec: Record, now: int = NOW, **kwargs: Any) -> None:
     with pytest.raises(ScheduleInputError) as info:
         resolve(rec, now, **kwargs)
-    assert (info.value.code, info.value.message) == (code, message)
+    assert_error(info.value, code, message)
 
 
 # --- expected and compare-and-set --------------------------------------------------------------

@@ -40,6 +40,7 @@ from schedlog.rules.zones import (
     get_zone,
     zone_names,
 )
+from tests.rules.messages import assert_error
 
 HOUR_MS = 3_600_000
 MINUTE_MS = 60_000
@@ -696,8 +697,7 @@ CHECK_TIME_ZONE = [
 def test_check_time_zone_rejects(value: object, message: str) -> None:
     with pytest.raises(ScheduleInputError) as info:
         check_time_zone(value)
-    assert info.value.code == "invalid_time_zone"
-    assert info.value.message == message
+    assert_error(info.value, "invalid_time_zone", message)
 
 
 @pytest.mark.parametrize(

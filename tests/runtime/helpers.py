@@ -11,10 +11,11 @@ from schedlog.cli.common import parse_request_instant, run_batch
 from schedlog.cli.session_cmd import session_batch_handlers
 from schedlog.eventlog.events import LogEvent
 from schedlog.eventlog.header import Header
-from schedlog.rules.text import js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
 from schedlog.runtime.batch import BatchSession
 from schedlog.runtime.interfaces import FollowupMessage
 from schedlog.runtime.session_file import FileSession
+from schedlog.strictjson import loads_strict
 
 
 def ms(text: str) -> int:

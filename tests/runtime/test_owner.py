@@ -35,7 +35,12 @@ class Scene:
         return schedule_ops(self.path)
 
     async def create(self, **args: object) -> str:
-        value = await self.engine.schedule_create(args)
+        # Before start() the engine refuses tools (engine_not_running): seed the log through
+        # the synchronous core, as an earlier process would have written it.
+        if self.engine.running:
+            value = await self.engine.schedule_create(args)
+        else:
+            value = self.engine.tools.schedule_create(args)
         assert isinstance(value, dict) and "id" in value, value
         return str(value["id"])
 

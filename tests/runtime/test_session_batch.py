@@ -4,11 +4,17 @@ docs/protocol.md#session-local and docs/protocol.md#framing byte for byte."""
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
 
+import schedlog
 from tests.runtime.helpers import run_session_batch
 
 FRAMING_STAND_UP = (
@@ -170,7 +176,7 @@ def test_tool_errors_are_values_inside_ok_and_bad_requests_are_invalid_request(
     )
     assert out == [
         '{"ok":{"code":"invalid_selector","message":"schedule_create accepts exactly one of '
-        'after_seconds, at, or every_seconds."}}',
+        'after_seconds, at, or every_seconds. Unknown key: \\"title\\"."}}',
         '{"ok":{"code":"invalid_prompt","message":"prompt must be non-empty after trimming."}}',
         '{"ok":{"code":"frequency_too_high","message":"every_seconds must be at least 300."}}',
         '{"ok":{"code":"not_future","message":"The scheduled time must be strictly in the '
@@ -265,13 +271,48 @@ def test_corrupt_log_answers_corrupt_schedule_log_and_tick_delivers_nothing(
     assert "owner.tick_skipped" in events
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can open any file")
-def test_unreadable_log_is_persistence_uncertain(tmp_path: Path) -> None:  # pragma: no cover
-    path = tmp_path / "s-1.jsonl"
-    path.write_text("")
-    path.chmod(0)
-    out = run_session_batch(path, ['{"op":"schedule_list","now":"2026-05-01T08:00:00Z","args":{}}'])
-    assert '"persistence_uncertain"' in out[0]
+LIST = '{"op":"schedule_list","now":"2026-05-01T08:00:00Z","args":{}}'
+
+
+def test_unreadable_log_is_persistence_uncertain(tmp_path: Path) -> None:
+    """A log its user may not open. Root may open any file, so as root (CI runs as root) the
+    command runs as ``nobody`` through ``setpriv``, on a mode-0 log owned by ``nobody``."""
+    if os.geteuid() != 0:
+        path = tmp_path / "s-1.jsonl"
+        path.write_text("")
+        path.chmod(0)
+        assert '"persistence_uncertain"' in run_session_batch(path, [LIST])[0]
+        return
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("setpriv is needed to run this check as another user under CI=true")
+        pytest.skip("running as root without setpriv: cannot test an unreadable log")
+    directory = Path(tempfile.mkdtemp(prefix="schedlog-unreadable-"))
+    try:
+        directory.chmod(0o755)  # nobody must reach the file, and fail to open it
+        path = directory / "s-1.jsonl"
+        path.write_text("")
+        path.chmod(0)
+        nobody = pwd.getpwnam("nobody")
+        os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        as_nobody = [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}"]
+        command = [*as_nobody, "--clear-groups", sys.executable, "-m", "schedlog.cli.main"]
+        done = subprocess.run(
+            [*command, "session", "batch", "--log", str(path)],
+            input=LIST + "\n",
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd=directory,
+            env={**os.environ, "PYTHONPATH": str(Path(schedlog.__file__).parents[1])},
+        )
+        assert done.returncode == 0, done.stderr
+        assert '"persistence_uncertain"' in done.stdout, (done.stdout, done.stderr)
+        assert path.read_bytes() == b""
+    finally:
+        shutil.rmtree(directory)
 
 
 def test_unopenable_log_is_persistence_uncertain(tmp_path: Path) -> None:

@@ -5,17 +5,21 @@ from __future__ import annotations
 import importlib
 import os
 
-import pytest
+from tests.missing import missing
 
 
-def require_serve() -> None:
-    """Skip the calling test module when the serve extra is missing (fail under CI)."""
-    for name in ("starlette", "uvicorn", "httpx"):
+def require_modules(names: tuple[str, ...], extra: str) -> None:
+    """Skip the calling test module when one of ``names`` (of ``extra``) is missing; under
+    CI=true the ImportError fails it instead."""
+    for name in names:
         try:
             importlib.import_module(name)
         except ImportError:
             if os.environ.get("CI") == "true":
                 raise
-            pytest.skip(
-                f"{name} is not installed: pip install -e '.[serve]'", allow_module_level=True
-            )
+            missing(f"{extra} extra", f"{name} is not installed", module=True)
+
+
+def require_serve() -> None:
+    """Skip the calling test module when the serve extra is missing (fail under CI)."""
+    require_modules(("starlette", "uvicorn", "httpx"), "serve")

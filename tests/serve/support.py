@@ -89,7 +89,7 @@ class Api:
     loop: LoopThread
     clock: VirtualClock
     sessions: Path
-    store: Path
+    store: Path | str
 
     @property
     def service(self) -> HostService:
@@ -130,11 +130,13 @@ def running_api(
     max_event_clients: int = 4,
     cors_origins: tuple[str, ...] = (),
     webhook: Callable[[VirtualClock], tuple[Any, Backoff]] | None = None,
+    store: Path | str | None = None,
 ) -> Iterator[Api]:
     """The application over ``tmp_path``; ``webhook(clock) -> (post, backoff)`` delivers to a
-    webhook sink instead of the sessions directory."""
+    webhook sink instead of the sessions directory; ``store`` is a store path or PostgreSQL URL
+    (default ``tmp_path / "store.db"``)."""
     clock = VirtualClock(T0)
-    store = tmp_path / "store.db"
+    store = tmp_path / "store.db" if store is None else store
     sessions = tmp_path / "sessions"
 
     async def opener() -> Host:

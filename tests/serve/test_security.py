@@ -89,6 +89,16 @@ def test_a_wrong_host_is_refused_on_every_route(api: Api, host: str) -> None:
         assert response.json()["error"]["code"] == "misdirected_request"
 
 
+@pytest.mark.parametrize(
+    "host", ["localhost.evil.example", "127.0.0.1.nip.io:8765", "127.0.0.1:87650", "localhost:8"]
+)
+def test_a_host_that_starts_like_an_allowed_one_is_refused(api: Api, host: str) -> None:
+    """A match by prefix would let these through (issue 22, tests that would not catch a bug)."""
+    answer = api.anonymous({**AUTH, "Host": host}).get("/v1/tasks")
+    assert answer.status_code == 421, host
+    assert answer.json()["error"]["code"] == "misdirected_request"
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1:8765", "localhost:8765", "LOCALHOST", "[::1]:8765"])
 def test_loopback_hosts_are_allowed(api: Api, host: str) -> None:
     assert api.anonymous({**AUTH, "Host": host}).get("/v1/tasks").status_code == 200
@@ -135,8 +145,10 @@ def test_an_oversized_body_is_413_on_every_body_route(api: Api) -> None:
             method, path, content=chunks(), headers={"content-type": "application/json"}
         )
         assert chunked.status_code == 413, (method, path)
-    head, tail = b'{"prompt":"', b'","title":"t","after_seconds":60}'
-    exact = head + b"x" * (MAX_BODY_BYTES - len(head) - len(tail)) + tail
+    # A body of exactly the limit is read (padded with whitespace: a prompt that long is over
+    # the prompt limit, docs/http-api.md#limits).
+    body = b'{"prompt":"p","title":"t","after_seconds":60}'
+    exact = body[:-1] + b" " * (MAX_BODY_BYTES - len(body)) + b"}"
     assert len(exact) == MAX_BODY_BYTES
     accepted = api.client.post("/v1/sessions/s-1/tools/schedule_create", content=exact)
     assert accepted.status_code == 200

@@ -202,3 +202,18 @@ def test_secret_and_url_configuration(tmp_path: Path) -> None:
 
 def test_webhook_error_names_the_failure() -> None:
     assert "answered 500" in str(WebhookError("the webhook receiver answered 500"))
+
+
+#: The example of docs/http-api.md#webhook-delivery, computed outside the project (openssl).
+KNOWN_SECRET = b"whsec-example-0123456789abcdef"
+KNOWN_BODY = b'{"messageId":"schedule-message-1"}'
+KNOWN_SIGNATURE = "v1=7a32cd9916dcc3d652fe1a44a9c25f4f3cdaee762121dd9c12aafe5285ca64a3"
+
+
+def test_the_signature_matches_the_documented_known_answer() -> None:
+    assert sign(KNOWN_SECRET, 1777615200, KNOWN_BODY) == KNOWN_SIGNATURE
+    headers = {TIMESTAMP_HEADER: "1777615200", SIGNATURE_HEADER: KNOWN_SIGNATURE}
+    assert verify(KNOWN_SECRET, headers, KNOWN_BODY, 1777615200)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "http-api.md").read_text("utf-8")
+    assert KNOWN_SIGNATURE in page and KNOWN_BODY.decode() in page and "1777615200" in page
+    assert KNOWN_SECRET.decode() in page

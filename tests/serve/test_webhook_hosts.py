@@ -27,7 +27,7 @@ from tests import pg  # noqa: E402
 from tests.serve.process import ServeProcess, start_serve  # noqa: E402
 from tests.serve.receiver import Inbox, start_receiver  # noqa: E402
 
-psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
+psycopg = pg.require_psycopg()
 
 SECRET = "webhook-secret-0123456789"
 TOKEN = "hosts-token-0123456789abcdef"

@@ -13,7 +13,6 @@ import pytest
 from tests.host.helpers import T0
 from tests.web.chromium import CHROMIUM_ARGS
 from tests.web.harness import (
-    TOKEN,
     Live,
     chromium_path,
     live_server,
@@ -103,5 +102,8 @@ def page(browser: Any, console: ConsoleLog) -> Iterator[Any]:
 
 
 def signed_in_url(live: Live, hash_path: str = "") -> str:
-    """The URL ``host serve`` prints (token in the fragment), optionally then a route."""
-    return f"{live.base}/#token={TOKEN}" if not hash_path else f"{live.base}/{hash_path}"
+    """The URL ``host serve`` prints (a fresh one-time sign-in code in the fragment),
+    optionally then a route."""
+    if hash_path:
+        return f"{live.base}/{hash_path}"
+    return f"{live.base}/#code={live.app.state.signin.issue()}"

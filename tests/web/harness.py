@@ -4,8 +4,9 @@ virtual clock, and Debian's Chromium driven by Playwright for Python.
 The server runs uvicorn in a thread with its own event loop, so the test drives the browser
 synchronously while the host service delivers on virtual time (``Live.run_until``). Chromium is
 always the system one (``/usr/bin/chromium``, or ``chromium`` on PATH); Playwright's own
-browser download is never used. Without a Chromium (or without Playwright) the tests skip with
-a message, except under ``CI=true``, where they fail.
+browser download is never used. Without a Chromium (or without Playwright) each browser test
+skips, and one line at the end of the run says why (tests/missing.py); under ``CI=true`` they
+fail instead.
 """
 
 from __future__ import annotations
@@ -21,15 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.missing import missing
 
 TOKEN = "web-test-token-0123456789abcdef"
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true: the browser tests must run)", pytrace=False)
-    pytest.skip(reason, allow_module_level=True)
 
 
 def require_serve() -> None:
@@ -37,7 +32,7 @@ def require_serve() -> None:
         try:
             __import__(name)
         except ImportError:
-            _missing(f"{name} is not installed: pip install -e '.[serve]'")
+            missing("serve extra", f"{name} is not installed")
 
 
 def chromium_path() -> str:
@@ -48,15 +43,14 @@ def chromium_path() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found:
         return found
-    _missing("no Chromium found (apt-get install -y chromium); browser tests skipped")
-    raise AssertionError("unreachable")
+    missing("Chromium", "no chromium at /usr/bin/chromium or on PATH")
 
 
 def require_playwright() -> None:
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        _missing("playwright is not installed: pip install -e '.[browser]'")
+        missing("Playwright", "playwright is not installed")
 
 
 @dataclass

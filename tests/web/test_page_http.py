@@ -84,7 +84,7 @@ def test_the_shipped_files_are_exactly_the_served_ones() -> None:
 
 
 def test_the_printed_url_carries_the_token_in_the_fragment() -> None:
-    assert page_url("http://127.0.0.1:8765", "tok") == "http://127.0.0.1:8765/#token=tok"
+    assert page_url("http://127.0.0.1:8765", "c0de") == "http://127.0.0.1:8765/#code=c0de"
     assert page_url("http://127.0.0.1:8765/", None) == "http://127.0.0.1:8765/"
 
 
@@ -96,6 +96,8 @@ def test_one_task_by_session_and_id(api: Api) -> None:
     msgspec.convert(entry, bodies.CatalogEntry, strict=True)
     assert entry["sessionId"] == "s-1" and entry["status"] == "active"
     assert entry["title"] == "Ping" and "lastDelivery" not in entry
+    # the rule in words, made by the rules layer (the page shows this text)
+    assert entry["description"] == "once, 1 min after it was set, at 2026-05-01 06:01 Fri UTC"
     # another session's task and an unknown id are not found
     for path in (f"/v1/sessions/s-2/tasks/{view['id']}", "/v1/sessions/s-1/tasks/schedule-x"):
         r = api.client.get(path)
@@ -145,6 +147,7 @@ def test_preview_gives_the_next_targets_of_an_unsaved_rule(api: Api) -> None:
     msgspec.convert(value, PreviewResult, strict=True)
     assert value["record"]["expression"] == "0 9 * * 1-5"
     assert value["record"]["timeZone"] == "UTC"
+    assert value["description"] == "every weekday at 09:00 (UTC)"
     assert value["at"] == "2026-05-01T06:00:00.000Z"
     assert [t["scheduledAt"] for t in value["upcoming"]] == [
         "2026-05-01T09:00:00.000Z",

@@ -22,7 +22,8 @@ from schedlog.errors import StoreOpenError
 from schedlog.files import FILE_MODE
 from schedlog.host.stores.base import StoredTask, StoreLock, StoreWriteError
 from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
-from schedlog.rules.text import JSONSyntaxError, json_int, loads_strict
+from schedlog.rules.text import json_int
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = ["JsonTaskStore", "dumps_document", "validate_document"]
 

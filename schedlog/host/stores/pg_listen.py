@@ -11,7 +11,7 @@ import structlog
 
 from schedlog.host.stores.pg_queries import LISTEN
 from schedlog.host.stores.pg_rows import connect, reason
-from schedlog.rules.text import JSONSyntaxError, loads_strict
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = ["Listener"]
 

@@ -18,7 +18,8 @@ import psycopg
 from schedlog.errors import StoreOpenError
 from schedlog.host.stores.base import StoredTask, StoreWriteError
 from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
-from schedlog.rules.text import JSONSyntaxError, js_dumps, loads_strict
+from schedlog.rules.text import js_dumps
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
     "InvalidRow",

@@ -20,7 +20,7 @@ from typing import Final
 from schedlog.errors import StoreOpenError
 from schedlog.host.stores.base import StoredTask
 from schedlog.host.task import InvalidTaskError, decode_task
-from schedlog.rules.text import JSONSyntaxError, loads_strict
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = ["check_regular_file", "decode_row", "validate_sqlite", "validate_sqlite_store"]
 

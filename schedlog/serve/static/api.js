@@ -21,13 +21,38 @@ export function setToken(token) {
   else sessionStorage.removeItem(TOKEN_KEY);
 }
 
-/** A token handed over in the URL fragment (#token=...) by the URL `host serve` prints. */
-export function takeFragmentToken() {
-  const m = /^#token=([^&]+)/.exec(location.hash);
-  if (!m) return false;
-  setToken(decodeURIComponent(m[1]));
+/** decodeURIComponent that answers null for a malformed escape ("%E0%A4%A") instead of
+ * throwing a URIError (which left the page blank). */
+export function safeDecode(text) {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return null;
+  }
+}
+
+/** A one-time sign-in code handed over in the URL fragment (#code=...) by the URL `host serve`
+ * prints: removed from the address bar at once, then exchanged once over POST /v1/signin for
+ * the token (docs/http-api.md#sign-in). The token itself never appears in a URL. */
+export async function takeFragmentCode() {
+  const m = /^#code=([^&]+)/.exec(location.hash);
+  if (!m) return "none";
   history.replaceState(null, "", location.pathname + location.search + "#/");
-  return true;
+  const code = safeDecode(m[1]);
+  if (code === null) return "refused";
+  try {
+    const res = await fetch("/v1/signin", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify({ code }),
+    });
+    if (!res.ok) return "refused";
+    const data = await res.json();
+    setToken(data.token);
+    return "signed-in";
+  } catch {
+    return "refused";
+  }
 }
 
 async function call(method, path, body) {

@@ -1,6 +1,6 @@
 // The schedlog task page: sign-in, catalog, detail with history, staged edit, delete, live.
-import { api, ApiError, followEvents, getToken, setToken, takeFragmentToken } from "./api.js";
-import { describeRule, formatUtc, formatZoned, relative, shortTime, viewerZone } from "./describe.js";
+import { api, ApiError, followEvents, getToken, safeDecode, setToken, takeFragmentCode } from "./api.js";
+import { formatUtc, formatZoned, relative, viewerZone } from "./times.js";
 
 const $ = (id) => document.getElementById(id);
 const HISTORY_PAGE = 20;
@@ -154,16 +154,16 @@ function renderSort() {
 }
 
 function catalogRow(entry) {
-  const link = el("a", { href: `#/task/${encodeURIComponent(entry.sessionId)}/${encodeURIComponent(entry.id)}`, text: entry.title });
+  const link = el("a", { href: `#/task/${encodeURIComponent(entry.sessionId)}/${encodeURIComponent(entry.id)}`, text: entry.title, dir: "auto", class: "user-text" });
   const next = entry.status === "inactive" ? el("span", { class: "muted", text: "none (ended)" }) : timeBlock(entry.scheduledAt, entry.timeZone);
   const last = entry.lastDelivery
     ? timeBlock(entry.lastDelivery.deliveredAt, entry.timeZone)
     : el("span", { class: "muted", text: "never" });
   const cells = [
     ["Title", link],
-    ["Rule", document.createTextNode(describeRule(entry))],
+    ["Rule", document.createTextNode(entry.description)],
     ["Next target", next],
-    ["Session", el("code", { text: entry.sessionId })],
+    ["Session", el("code", { text: entry.sessionId, dir: "auto", class: "user-text" })],
     ["Status", document.createTextNode(statusText(entry))],
     ["Last delivery", last],
   ];
@@ -227,7 +227,7 @@ function recordRows(entry) {
   const rows = [
     ["Title", entry.title],
     ["Prompt", entry.prompt],
-    ["Rule", describeRule(entry)],
+    ["Rule", entry.description],
     ["Kind", entry.kind],
     ["Status", statusText(entry)],
     ["Next target", entry.status === "inactive" ? null : entry.scheduledAt],
@@ -251,6 +251,7 @@ function renderDetail() {
   const d = state.detail;
   const entry = d.entry;
   $("detail-h").textContent = entry.title;
+  $("detail-h").dir = "auto";
   $("record").replaceChildren(...recordRows(entry));
   $("edit").disabled = entry.status === "inactive";
   $("edit").title = entry.status === "inactive" ? "An ended reminder cannot be edited" : "";
@@ -468,7 +469,7 @@ function startEdit() {
   fillRule(entry);
   $("after-note").hidden = entry.kind !== "after";
   setKind("keep");
-  state.edit = { expected, initialRule: null, changedOnServer: false };
+  state.edit = { expected, expectedRule: entry.description, initialRule: null, changedOnServer: false };
   clearErrors();
   $("conflict").hidden = true;
   $("record-view").hidden = true;
@@ -479,7 +480,7 @@ function startEdit() {
 
 /** The record part of a catalog entry: the `expected` of an update. */
 function recordOf(entry) {
-  const { sessionId: _s, status: _st, lastDelivery: _l, retry: _r, ...record } = entry;
+  const { sessionId: _s, status: _st, lastDelivery: _l, retry: _r, description: _d, ...record } = entry;
   return record;
 }
 
@@ -532,7 +533,7 @@ async function save(edit) {
     result = await api.update(d.sessionId, d.id, { expected: state.edit.expected, ...edit });
   } catch (err) {
     $("save").disabled = false;
-    if (err instanceof ApiError && err.code === "schedule_conflict") return showConflict(edit, err.body);
+    if (err instanceof ApiError && err.code === "schedule_conflict") return showConflict(edit);
     if (err instanceof ApiError && err.code === "schedule_ended") {
       endEdit();
       $("detail-message").textContent = "Not saved: this reminder has already ended, so it can no longer be edited.";
@@ -550,7 +551,7 @@ async function save(edit) {
   $("save").disabled = false;
   if (result && result.code) {
     // Answers given as values ({id, updated:false, code}) rather than statuses.
-    if (result.code === "schedule_conflict") return showConflict(edit, result);
+    if (result.code === "schedule_conflict") return showConflict(edit);
     return placeError(result.code, result.message || result.code, edit.change);
   }
   endEdit();
@@ -566,51 +567,42 @@ $("edit-form").addEventListener("submit", (e) => {
 
 // --- conflict ------------------------------------------------------------------------------
 
-function editedView(edit, base) {
+async function editedView(edit, base, baseRule) {
   const out = { ...base };
   if (edit.title !== undefined) out.title = edit.title.trim();
   if (edit.prompt !== undefined) out.prompt = edit.prompt.trim();
-  if (edit.change) out.rule = describeChange(edit.change);
-  else out.rule = describeRule(base);
+  out.rule = edit.change ? await describeChange(edit.change) : baseRule;
   return out;
 }
 
-function describeChange(change) {
-  const c = change;
-  switch (c.kind) {
-    case "at":
-      return `once at ${c.at.date} ${c.at.time} (${c.at.time_zone})`;
-    case "every":
-      return describeRule({ kind: "every", everySeconds: c.every_seconds });
-    case "daily":
-      return `every day at ${shortTime(c.daily.time)} (${c.daily.time_zone})`;
-    case "weekly":
-      return describeRule({ kind: "weekly", weekdays: c.weekly.weekdays, time: c.weekly.time, timeZone: c.weekly.time_zone });
-    case "cron":
-      return describeRule({ kind: "cron", expression: c.cron.expression, timeZone: c.cron.time_zone });
-    default:
-      return "";
+/** The server's description of an unsaved rule change (POST /v1/rules/preview). */
+async function describeChange(change) {
+  const selector = change.kind === "every" ? { every_seconds: change.every_seconds } : { [change.kind]: change[change.kind] };
+  try {
+    const data = await api.preview(selector, 1);
+    return data.error ? `${change.kind} rule (${data.error.message})` : data.description;
+  } catch {
+    return `${change.kind} rule`;
   }
 }
 
-async function showConflict(edit, body) {
+async function showConflict(edit) {
+  // The task as it is now, as a catalog entry: the record and its description.
   const d = state.detail;
-  let current = body && (body.current || body.record);
-  if (!current || !current.id) {
-    try {
-      current = await api.task(d.sessionId, d.id);
-    } catch (err) {
-      fail($("err-form"), err);
-      return;
-    }
+  let current;
+  try {
+    current = await api.task(d.sessionId, d.id);
+  } catch (err) {
+    fail($("err-form"), err);
+    return;
   }
   state.edit.pending = edit;
   state.edit.current = current;
-  const mine = editedView(edit, state.edit.expected);
+  const mine = await editedView(edit, state.edit.expected, state.edit.expectedRule);
   const rows = [
     ["Title", current.title, mine.title],
     ["Prompt", current.prompt, mine.prompt],
-    ["Rule", describeRule(current), mine.rule],
+    ["Rule", current.description, mine.rule],
   ];
   const target = current.scheduledAt ? formatZoned(current.scheduledAt, current.timeZone || "UTC") : "";
   rows.push(["Next target", target, edit.change ? "computed from your rule when saved" : target]);
@@ -626,6 +618,7 @@ $("reapply").addEventListener("click", async () => {
   const e = state.edit;
   const current = e.current;
   e.expected = recordOf(current);
+  e.expectedRule = current.description;
   state.detail.entry = { ...state.detail.entry, ...current };
   $("conflict").hidden = true;
   $("edit-form").hidden = false;
@@ -676,7 +669,7 @@ async function runPreview() {
     if (t.dstChange) li.append(el("span", { class: "dst", text: "DST change on this local day" }));
     return li;
   }));
-  box.replaceChildren(el("p", { text: `Next targets of ${describeRule({ kind: "cron", expression: data.record.expression, timeZone: data.record.timeZone })}:` }), list);
+  box.replaceChildren(el("p", { text: `Next targets of ${data.description}:` }), list);
 }
 
 $("e-cron").addEventListener("input", schedulePreview);
@@ -752,14 +745,24 @@ function startLive() {
 function route() {
   if (!getToken()) return signOut("");
   const m = /^#\/task\/([^/]+)\/([^/]+)$/.exec(location.hash);
-  if (m) return openDetail(decodeURIComponent(m[1]), decodeURIComponent(m[2]));
+  const session = m && safeDecode(m[1]);
+  const id = m && safeDecode(m[2]);
+  if (session !== null && id !== null) return openDetail(session, id);
   show("catalog");
   endEdit();
   loadCatalog();
 }
 
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", () => (location.hash.startsWith("#code=") ? signInFromFragment() : route()));
 $("zone-note").textContent = `Times are shown in each reminder's zone and in yours (${LOCAL_ZONE}).`;
-takeFragmentToken();
-if (getToken()) startLive();
-route();
+/** Exchange a #code= sign-in code (on load, or pasted into a tab already on the page). */
+async function signInFromFragment() {
+  const outcome = await takeFragmentCode();
+  if (getToken()) startLive();
+  route();
+  if (outcome === "refused") {
+    $("signin-error").textContent = "That sign-in link is used up or expired; paste the token or get a new link.";
+  }
+}
+
+signInFromFragment();

@@ -1,9 +1,13 @@
 """The fast path of ``schedlog validate`` and ``replay``: read and fold a whole log a chunk of
 lines at a time.
 
-Private to :mod:`schedlog.cli._logs`. The reference is the summary read
+A documented internal module: :mod:`schedlog.cli._logs` (``validate``, ``replay``, ``repair``)
+and the open of a log for append (:mod:`schedlog.invariant.fastopen`) use it; nothing outside
+schedlog should. It is the fast path of read + fold, and
+:mod:`schedlog.eventlog` and :mod:`schedlog.fold` point here. Its typed shapes are
+:mod:`schedlog.eventlog.wire`. The reference is the summary read
 (:func:`schedlog.eventlog.reader.read_log` with ``keep_events=False``, whose line decoder is
-``reader._reference_line``) followed by :func:`schedlog.invariant.logs.validate_log`. That pair
+``reader.reference_line``) followed by :func:`schedlog.invariant.logs.validate_log`. That pair
 gives every verdict and every diagnostic. :func:`fast_check` never gives one: it returns the
 reference's result for a log it is sure is valid, and None for anything else, after which the
 caller runs the reference. ``tests/invariant/test_fastcheck.py`` proves the two equal on random,
@@ -11,15 +15,17 @@ mutated and broken logs.
 
 How a chunk of complete lines is taken (``_Chunk.take``), all or nothing:
 
-* the lines become one JSON array (``\\n`` -> ``,``) decoded in one call into envelopes of
-  exactly ``type`` and ``data`` (``data`` kept raw). An empty or blank line, or two values on one
-  line, is a syntax error of the array, so each line is exactly one envelope;
+* the chunk is split at every ``\\n`` and each line is decoded on its own, by one
+  ``msgspec`` decoder call per line (all the lines in one ``map``), into an envelope of exactly
+  ``type`` and ``data`` (``data`` kept raw); see "Lines" below for why the fast path then sees
+  exactly the lines the reference sees;
 * the payloads of the ``schedule/change`` lines are decoded in one more call into typed
   changes, and those of the ``message/followup`` lines into the shape writers emit; integer
   ranges and ``version`` 1 are checked by the decoder;
-* the checks :mod:`schedlog.eventlog._fastline` makes line by line are made for the whole
-  chunk: the chunk is UTF-8, no line nests deeper than 200 levels, no integer has 4300
-  digits, and no key is given twice (where it matters) nor a member ``null``, by counting
+* the checks :mod:`schedlog.eventlog.fastline` makes line by line are made for the whole
+  chunk: the chunk is UTF-8, no line nests deeper than 200 levels (the reference refuses
+  about 985, docs/protocol.md#limits), no integer has 4300 digits (the reference refuses
+  4,301), and no key is given twice (where it matters) nor a member ``null``, by counting
   ``:`` bytes. Outside strings a ``:`` only ever ends a key, so each line has at least the
   count its decoded values account for (2 for the envelope, every member of a typed payload,
   the ``:`` inside typed strings and all of an untyped payload's); when the chunk's total is
@@ -27,7 +33,36 @@ How a chunk of complete lines is taken (``_Chunk.take``), all or nothing:
   typed payload sends the chunk to the line-by-line path;
 * the changes are checked (trimmed ids and prompts, titles, canonical instants) and folded.
 
-A chunk that is not taken is read line by line, as the summary read reads it (``_fastline``
+Lines. The fast path must see the lines the reference sees: the reference splits the log at
+every ``\\n`` byte and nowhere else (``\\r`` is only JSON whitespace) and decodes each line
+alone, as one JSON text. A chunk once became one JSON array, every ``\\n`` turned into ``,``;
+then two events on one line (``{..},{..}``) were two elements and one event over two lines
+(``{"a":1`` / ``"b":2}``) one, and both passed (issue 19). No rewriting of the line ends into
+JSON separators can be made safe: whatever bytes replace a ``\\n``, a line can hold the same
+bytes between two values (a joined line), and the replacement can fall inside a value of a
+line broken in two (inside a string, or between the elements of a nested array or object:
+``\\n`` -> ``],[`` with one-element arrays still takes ``{..}],[{..}`` as two lines and
+``[[1`` / ``2]]`` as one), so one of each in a chunk even keeps the count of values equal to
+the count of lines. So each line is decoded alone: ``msgspec`` decodes exactly one JSON value
+per call and refuses anything after it but JSON whitespace (space, tab, ``\\r``, ``\\n``: the
+same four bytes Python's ``json`` skips), which covers the shapes to review:
+
+* two values on a line, with or without a separator (``,``, ``],[``, a space, a lone
+  ``\\r``), and a line in brackets (``[{..}]``, an array, not an envelope): refused;
+* a value over two lines, broken anywhere (in a string, an array, an object, at a ``[`` or
+  ``]`` at a line edge): each half is an incomplete value, refused;
+* an empty or whitespace-only line (``""``, spaces, tabs, a lone ``\\r``): no value, refused;
+* a NUL: outside strings not JSON, inside one a control character, refused as the
+  reference refuses it (so are a raw ``\\r`` and every other control character in a string);
+* a ``\\r`` before the ``\\n`` (CRLF), or spaces around the value: whitespace for both.
+
+The payloads a line decoded into (``msgspec.Raw``, each a whole JSON value the decoder checked)
+are then joined with ``,`` into arrays (the changes', the follow-ups'): a whole value ends where
+it ends whatever follows it, so such an array has exactly one element per payload.
+``tests/invariant/test_fastcheck_lines.py`` holds every shape above and reframes valid logs at
+random (line ends turned into separators, lines broken in two, both in one chunk).
+
+A chunk that is not taken is read line by line, as the summary read reads it (``fastline``
 first, the reference decoder for the rest), and folded the same way; a chunk whose count of
 ``:`` does not add up is first unfolded. A corrupt line, a change the fold refuses, a line
 over the length limit or a log without a complete header ends the fast path (None).
@@ -50,30 +85,29 @@ import codecs
 import io
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from functools import partial, reduce
 from itertools import chain, compress, repeat
 from operator import attrgetter, floordiv, is_, is_not, not_, or_, sub
-from typing import Annotated, Any, BinaryIO, Final, Literal
+from typing import Any, BinaryIO, Final
 
 import msgspec
-from msgspec import Meta
 from msgspec.structs import replace
 
-from schedlog.eventlog._fastline import summary_line
+from schedlog.eventlog import wire
 from schedlog.eventlog.changes import Change
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE, LogEvent
+from schedlog.eventlog.fastline import summary_line
 from schedlog.eventlog.header import Header
-from schedlog.eventlog.reader import MAX_LINE_BYTES, LogContents, _reference_line
+from schedlog.eventlog.reader import MAX_LINE_BYTES, LogContents, reference_line
 from schedlog.fold.state import FoldState
 from schedlog.fold.steps import FoldError, decode_event_change, plan
-from schedlog.rules.decide import MIN_EVERY_SECONDS_SESSION
 from schedlog.rules.instants import MAX_MS, CanonicalInstantParser
 from schedlog.rules.record import Record
-from schedlog.rules.records import MAX_EVERY_SECONDS, TITLE_MAX_UNITS
-from schedlog.rules.text import JS_WHITESPACE, MAX_SAFE_INT, utf16_len
+from schedlog.rules.records import typed_texts_ok
+from schedlog.rules.text import MAX_SAFE_INT
 
 __all__ = ["fast_check", "fast_check_bytes"]
 
@@ -88,9 +122,6 @@ _SHORT_DATA: Final = 380
 _MAX_OPENERS: Final = 198
 _LONG_DATA: Final = 4200
 _LONG_INT: Final = re.compile(rb"[0-9]{4300}")
-#: Ends the array of envelopes (the chunk's last ``\\n`` became a ``,``); dropped after decoding.
-_SENTINEL: Final = b'{"type":"","data":0}]'
-_SENTINEL_COLONS: Final = _SENTINEL.count(b":")
 _NOT_OPENERS: Final = bytes(b for b in range(256) if b not in b"[{\n")
 _UTF8_PIECE: Final = 1 << 14
 _utf8_decode = codecs.utf_8_decode
@@ -114,108 +145,15 @@ _PROMPT = attrgetter("prompt")
 _TITLE = attrgetter("title")
 
 
-class _Envelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    type: str
-    data: msgspec.Raw
-
-
-# --- typed payloads: the shapes writers emit, ranges checked by the decoder ----------------------
-
-_Text = Annotated[str, Meta(min_length=1)]
-_Seconds = Annotated[int, Meta(ge=1, le=MAX_SAFE_INT)]
-_Every = Annotated[int, Meta(ge=MIN_EVERY_SECONDS_SESSION, le=MAX_EVERY_SECONDS)]
-
-
-class _Typed(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
-    pass
-
-
-class _AfterRecord(_Typed, tag_field="kind", tag="after"):
-    id: _Text
-    prompt: _Text
-    afterSeconds: _Seconds
-    scheduledAt: str
-    title: _Text | None = None
-
-
-class _AtRecord(_Typed, tag_field="kind", tag="at"):
-    id: _Text
-    prompt: _Text
-    scheduledAt: str
-    title: _Text | None = None
-
-
-class _EveryRecord(_Typed, tag_field="kind", tag="every"):
-    id: _Text
-    prompt: _Text
-    everySeconds: _Every
-    scheduledAt: str
-    title: _Text | None = None
-
-
-_TypedRecord = _AfterRecord | _AtRecord | _EveryRecord
-
-
-class _Create(_Typed, tag_field="operation", tag="create"):
-    version: Literal[1]
-    schedule: _AfterRecord | _AtRecord | _EveryRecord
-
-
-class _Delete(_Typed, tag_field="operation", tag="delete"):
-    version: Literal[1]
-    id: str
-
-
-class _Dispatch(_Typed, tag_field="operation", tag="dispatch"):
-    version: Literal[1]
-    id: str
-    acceptedAt: str | None = None
-
-
-class _Source(_Typed):
-    kind: str
-    plugin: str | None = None
-
-
-class _Member(_Typed):
-    id: str
-    occurrenceAt: str
-
-
-class _Followup(_Typed):
-    messageId: str
-    role: str
-    source: _Source
-    text: str
-    reminders: list[_Member]
-    createdAt: str
-
-
-class _ChangeLine(
-    msgspec.Struct, tag_field="type", tag=_CHANGE, forbid_unknown_fields=True, gc=False
-):
-    data: _Create | _Delete | _Dispatch
-
-
-class _FollowupLine(
-    msgspec.Struct, tag_field="type", tag=_FOLLOWUP, forbid_unknown_fields=True, gc=False
-):
-    data: _Followup
-
-
-class _EndLine(msgspec.Struct, tag_field="type", tag="", forbid_unknown_fields=True, gc=False):
-    data: int
-
-
 #: A single-pass decoder is built for at most this many event types.
 _MAX_KINDS: Final = 32
-_TYPED_LINES: Final = frozenset({_ChangeLine, _FollowupLine, _EndLine})
+_TYPED_LINES: Final = frozenset({wire.ChangeLine, wire.FollowupLine})
 
 
-def _line_decoder(kinds: frozenset[str]) -> Callable[[bytes], list[Any]]:
-    """The decoder of a chunk of lines of the given types, as one JSON array: every line
-    tagged by its ``type``, a change or follow-up decoded typed, any other payload kept raw."""
-    lines: list[type] = [_ChangeLine, _FollowupLine, _EndLine]
+def _line_decoder(kinds: frozenset[str]) -> Callable[[bytes], Any]:
+    """The decoder of one line of the given types, tagged by its ``type``: a change or
+    follow-up decoded typed, any other payload kept raw."""
+    lines: list[type] = [wire.ChangeLine, wire.FollowupLine]
     for number, kind in enumerate(sorted(kinds - _TYPED)):
         lines.append(
             msgspec.defstruct(
@@ -228,13 +166,13 @@ def _line_decoder(kinds: frozenset[str]) -> Callable[[bytes], list[Any]]:
             )
         )
     union = reduce(or_, lines)
-    decode: Callable[[bytes], list[Any]] = msgspec.json.Decoder(list[union]).decode  # type: ignore[valid-type]
+    decode: Callable[[bytes], Any] = msgspec.json.Decoder(union).decode
     return decode
 
 
-_decode_envelopes = msgspec.json.Decoder(list[_Envelope]).decode
-_decode_changes = msgspec.json.Decoder(list[_Create | _Delete | _Dispatch]).decode
-_decode_followups = msgspec.json.Decoder(list[_Followup]).decode
+_decode_envelope = msgspec.json.Decoder(wire.Envelope).decode
+_decode_changes = msgspec.json.Decoder(list[wire.ChangeData]).decode
+_decode_followups = msgspec.json.Decoder(list[wire.FollowupData]).decode
 _decode_datetimes = msgspec.json.Decoder(list[datetime]).decode
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND: Final = timedelta(milliseconds=1)
@@ -246,6 +184,14 @@ class _Invalid(Exception):
 
 class _NotTaken(Exception):
     """This chunk goes line by line."""
+
+
+def _each_line(decode: Callable[[bytes], Any], rows: list[bytes]) -> list[Any]:
+    """Every line of a chunk decoded alone, one call each (module docstring, "Lines")."""
+    try:
+        return list(map(decode, rows))
+    except (msgspec.DecodeError, RecursionError):
+        raise _NotTaken from None
 
 
 #: The work of a tail fold, run elsewhere: ``split(work)`` starts ``work`` (in another process)
@@ -269,6 +215,16 @@ def fast_check(
     nothing, the result is the same as without it."""
     with open(path, "rb") as stream:
         return _check(stream, os.fspath(path), _CHUNK, split, _MIN_SPLIT)
+
+
+def fast_check_fd(
+    fd: int, name: str, *, split: Split | None = None
+) -> tuple[LogContents, FoldState] | None:
+    """:func:`fast_check` of the open file ``fd`` (named ``name`` in messages), read from its
+    start through that descriptor; the descriptor stays open."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    with open(fd, "rb", closefd=False) as stream:
+        return _check(stream, name, _CHUNK, split, _MIN_SPLIT)
 
 
 def fast_check_bytes(
@@ -297,7 +253,7 @@ def _check(
     if header_size > _MAX_RAW:
         return None
     try:
-        header = _reference_line(buf[:header_size], 1)
+        header = reference_line(buf[:header_size], 1)
     except CorruptLogError:
         return None
     assert type(header) is Header
@@ -452,77 +408,67 @@ class _Chunk:
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
         self.kinds: frozenset[str] = frozenset()  # the event types seen so far
-        self.decode_lines: Callable[[bytes], list[Any]] | None = None  # for those types
+        self.decode_line: Callable[[bytes], Any] | None = None  # for those types
 
     def take(self, carry: bytes, lines: memoryview) -> None:
         """Check and fold the complete lines ``carry + lines`` (each ends with ``\\n``): in one
         pass when every type is one seen before, else in two, else line by line."""
+        body = b"".join((carry, lines))
         if self.count >= self.start:
-            # The lines as one JSON array (the last '\\n' ends the sentinel's line instead).
-            array = b"".join((b"[", carry, lines, _SENTINEL)).replace(b"\n", b",")
+            rows = body.split(b"\n")  # each line apart, as the reference reads it
+            rows.pop()  # after the last "\n"
             for way in (self._single, self._fast):
                 try:
-                    self.count += way(array)
+                    self.count += way(body, rows)
                     return
                 except _NotTaken:
                     pass
         if self.foreign is not None:
             raise _Invalid  # a tail knows too little to fold line by line: the head does it
-        self._lines(carry + lines)
+        self._lines(body)
 
-    def _single(self, array: bytes) -> int:
+    def _single(self, body: bytes, rows: list[bytes]) -> int:
         """:meth:`_fast` in one decoding pass, with the types seen in earlier chunks."""
-        decode = self.decode_lines
+        decode = self.decode_line
         if decode is None:
             if not self.kinds or len(self.kinds) > _MAX_KINDS:
                 raise _NotTaken
-            decode = self.decode_lines = _line_decoder(self.kinds)
-        if b"\\u003" in array:  # typed payloads have no raw bytes of their own to look at
-            raise _NotTaken
-        try:
-            lines = decode(array)
-        except (msgspec.DecodeError, RecursionError):
-            raise _NotTaken from None
-        lines.pop()
+            decode = self.decode_line = _line_decoder(self.kinds)
+        lines = _each_line(decode, rows)
         count = len(lines)
         classes = list(map(type, lines))
-        if _EndLine in classes:  # a line of type ""
-            raise _NotTaken
+        _check_escapes(body, rows, list(map(_TYPED_LINES.__contains__, classes)))
         # What is left after the envelopes' 2 each, the untyped payloads' and the follow-ups'
         # must be the changes' own.
-        colons = array.count(b":") - _SENTINEL_COLONS - 2 * count
+        colons = body.count(b":") - 2 * count
         others = list(compress(lines, map(not_, map(_TYPED_LINES.__contains__, classes))))
         if others:
             colons -= _check_untyped(list(map(_PAYLOAD, others)))
-        if _FollowupLine in classes:
-            followups = compress(lines, map(is_, classes, repeat(_FollowupLine)))
+        if wire.FollowupLine in classes:
+            followups = compress(lines, map(is_, classes, repeat(wire.FollowupLine)))
             colons -= _followup_colons(list(map(_PAYLOAD, followups)))
-        if _ChangeLine not in classes:
+        if wire.ChangeLine not in classes:
             if colons:
                 raise _NotTaken
             return count
-        typed = list(map(_PAYLOAD, compress(lines, map(is_, classes, repeat(_ChangeLine)))))
+        typed = list(map(_PAYLOAD, compress(lines, map(is_, classes, repeat(wire.ChangeLine)))))
         self._fold_chunk(typed, colons, None)
         return count
 
     # -- the chunk at once ------------------------------------------------------------------
 
-    def _fast(self, array: bytes) -> int:
-        try:
-            envelopes = _decode_envelopes(array)
-        except (msgspec.DecodeError, RecursionError):
-            raise _NotTaken from None
-        envelopes.pop()
+    def _fast(self, body: bytes, rows: list[bytes]) -> int:
+        envelopes = _each_line(_decode_envelope, rows)
         lines = len(envelopes)
         kinds = list(map(_KIND, envelopes))
         payloads = list(map(_PAYLOAD, envelopes))
         if "" in kinds:
             raise _NotTaken
         if not self.kinds.issuperset(kinds):
-            self.kinds, self.decode_lines = self.kinds.union(kinds), None
+            self.kinds, self.decode_line = self.kinds.union(kinds), None
         # The ':' of the payloads, if every envelope has exactly its two; each part is taken
         # off below, and what is left must be nothing.
-        colons = array.count(b":") - _SENTINEL_COLONS - 2 * lines
+        colons = body.count(b":") - 2 * lines
         changes, followups = _CHANGE in kinds, _FOLLOWUP in kinds
         others = (
             list(compress(payloads, map(not_, map(_TYPED.__contains__, kinds))))
@@ -537,19 +483,12 @@ class _Chunk:
             if colons:
                 raise _NotTaken
             return lines
-        joined = b"[" + b",".join(compress(payloads, map(_CHANGE.__eq__, kinds))) + b"]"
-        if b"\\u003" in joined:
-            raise _NotTaken
-        try:
-            typed = _decode_changes(joined)
-        except (msgspec.DecodeError, RecursionError):
-            raise _NotTaken from None
-        self._fold_chunk(typed, colons, joined.count(b":"))
+        changed = compress(payloads, map(_CHANGE.__eq__, kinds))
+        typed, counted = _decode_joined(_decode_changes, changed)
+        self._fold_chunk(typed, colons, counted)
         return lines
 
-    def _fold_chunk(
-        self, typed: list[_Create | _Delete | _Dispatch], colons: int, counted: int | None
-    ) -> None:
+    def _fold_chunk(self, typed: list[wire.ChangeData], colons: int, counted: int | None) -> None:
         """Check and fold a chunk's changes, whose payloads hold ``colons`` ``:`` bytes by the
         count of the chunk, and ``counted`` by the count of their own bytes (None: unknown).
         When that is more than theirs, the fold is undone (the chunk goes line by line)."""
@@ -557,10 +496,10 @@ class _Chunk:
         foreign = self.foreign
         mark = len(foreign) if foreign is not None else 0
         classes = list(map(type, typed))
-        records = list(map(_SCHEDULE, compress(typed, map(is_, classes, repeat(_Create)))))
+        records = list(map(_SCHEDULE, compress(typed, map(is_, classes, repeat(wire.CreateData)))))
         ids = list(map(_ID, records))
         expected = 3 * len(typed)  # version, operation and id of every change
-        entries: list[tuple[_TypedRecord, int]] = []
+        entries: list[tuple[wire.WireRecord, int]] = []
         if records:
             expected += self._check_creates(records, ids)
             entries = list(zip(records, self._create_instants(records), strict=True))
@@ -579,7 +518,7 @@ class _Chunk:
             del foreign[mark:]
         raise _NotTaken
 
-    def _check_creates(self, records: list[_TypedRecord], ids: list[str]) -> int:
+    def _check_creates(self, records: list[wire.WireRecord], ids: list[str]) -> int:
         """Check the records a chunk creates, all at once: ids never created before (in the
         log or the chunk), ids, prompts and titles trimmed, titles not too long; the ids are
         then seen. The ``:`` bytes of their members (and of their instants)."""
@@ -587,23 +526,15 @@ class _Chunk:
         fresh = dict.fromkeys(ids)
         if len(fresh) != len(ids) or not seen.keys().isdisjoint(fresh):
             raise _Invalid
-        ws = repeat(JS_WHITESPACE)
-        prompts = list(map(_PROMPT, records))
         titles = list(filter(None, map(_TITLE, records)))  # a title is never empty
-        if not (
-            all(map(is_, map(str.strip, ids, ws), ids))
-            and all(map(is_, map(str.strip, prompts, ws), prompts))
-            and all(map(is_, map(str.strip, titles, ws), titles))
-        ):
-            raise _Invalid
-        if titles and max(map(utf16_len, titles)) > TITLE_MAX_UNITS:
+        if not typed_texts_ok(ids, list(map(_PROMPT, records)), titles):
             raise _Invalid
         seen.update(fresh)
         # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at; title
-        ats = list(map(type, records)).count(_AtRecord)
+        ats = list(map(type, records)).count(wire.AtRecord)
         return 7 * len(records) - ats + len(titles)
 
-    def _create_instants(self, records: list[_TypedRecord]) -> list[int]:
+    def _create_instants(self, records: list[wire.WireRecord]) -> list[int]:
         """The ``scheduledAt`` of the records in epoch ms, each a canonical instant."""
         whens = _instants_ms(list(map(_SCHEDULED_AT, records)), self.instants.parse)
         if None in whens:  # not a canonical instant of a real day
@@ -612,9 +543,9 @@ class _Chunk:
 
     def _fold_typed(
         self,
-        typed: list[_Create | _Delete | _Dispatch],
+        typed: list[wire.ChangeData],
         classes: list[type],
-        next_create: Callable[[], tuple[str, tuple[_TypedRecord, int]]],
+        next_create: Callable[[], tuple[str, tuple[wire.WireRecord, int]]],
     ) -> int:
         """Fold typed changes in order, whose creates :meth:`_check_creates` checked (each
         ``next_create()`` is the next one's id and entry); the ``:`` bytes of the dispatches'
@@ -627,14 +558,16 @@ class _Chunk:
         # Records, and the entries created in this chunk until they are settled.
         active: dict[str, Any] = self.active
         pop = active.pop
-        accepts = list(map(_ACCEPTED, compress(typed, map(is_, classes, repeat(_Dispatch)))))
+        accepts = list(
+            map(_ACCEPTED, compress(typed, map(is_, classes, repeat(wire.DispatchData))))
+        )
         stamps = list(compress(accepts, map(is_not, accepts, repeat(None))))
         accepted_ms = iter(_instants_ms(stamps, self.instants.parse)).__next__
         for change, kind in zip(typed, classes, strict=True):
-            if kind is _Delete:
+            if kind is wire.DeleteData:
                 if pop(change.id, None) is None:  # type: ignore[union-attr]
                     self._foreign(_DELETE, change.id, 0)  # type: ignore[union-attr]
-            elif kind is _Create:
+            elif kind is wire.CreateData:
                 record_id, entry = next_create()
                 active[record_id] = entry  # settled below
             else:
@@ -652,12 +585,12 @@ class _Chunk:
                     if type(current) is Record:
                         if current.kind != "after" and current.kind != "at":
                             raise _Invalid
-                    elif type(current[0]) is _EveryRecord:  # still typed
+                    elif type(current[0]) is wire.EveryRecord:  # still typed
                         raise _Invalid
                     del active[target]
                     continue
                 if type(current) is not Record:
-                    current = _record(*current)
+                    current = wire.record_of(*current)
                 at = accepted_ms()
                 if at is None:
                     raise _Invalid
@@ -698,13 +631,13 @@ class _Chunk:
         self.count += count
         return carry, complete
 
-    def _settle(self, ids: list[str], entries: list[tuple[_TypedRecord, int]]) -> None:
+    def _settle(self, ids: list[str], entries: list[tuple[wire.WireRecord, int]]) -> None:
         """Build the :class:`Record` of each entry created in this chunk that is still
         active."""
         active: dict[str, Any] = self.active
         still = map(is_, map(active.get, ids), entries)
         for record_id, entry in compress(zip(ids, entries, strict=True), still):
-            active[record_id] = _record(*entry)
+            active[record_id] = wire.record_of(*entry)
 
     # -- line by line -------------------------------------------------------------------------
 
@@ -720,7 +653,7 @@ class _Chunk:
             change: Change | None = taken
             if change is None:
                 try:
-                    item = _reference_line(raw, index + 2)
+                    item = reference_line(raw, index + 2)
                 except CorruptLogError:
                     raise _Invalid from None
                 assert type(item) is LogEvent
@@ -791,37 +724,11 @@ def _instants_ms(texts: list[str], parse: _Parse) -> list[int | None]:
     return list(map(parse, texts))
 
 
-def _record(record: _TypedRecord, when: int) -> Record:
-    """The :class:`Record` of a typed record (as ``decode_change_line`` builds it), whose
-    ``scheduledAt`` is ``when`` in epoch ms."""
-    if type(record) is _AfterRecord:
-        return Record(
-            id=record.id,
-            kind="after",
-            prompt=record.prompt,
-            scheduled_at=when,
-            title=record.title,
-            after_seconds=record.afterSeconds,
-        )
-    if type(record) is _EveryRecord:
-        return Record(
-            id=record.id,
-            kind="every",
-            prompt=record.prompt,
-            scheduled_at=when,
-            title=record.title,
-            every_seconds=record.everySeconds,
-        )
-    return Record(
-        id=record.id, kind="at", prompt=record.prompt, scheduled_at=when, title=record.title
-    )
-
-
-def _text_colons(typed: list[_Create | _Delete | _Dispatch]) -> int:
+def _text_colons(typed: list[wire.ChangeData]) -> int:
     """The ``:`` inside the ids, prompts and titles of typed changes."""
     colons = 0
     for change in typed:
-        if type(change) is _Create:
+        if type(change) is wire.CreateData:
             record = change.schedule
             colons += record.id.count(":") + record.prompt.count(":")
             if record.title is not None:
@@ -863,20 +770,41 @@ def _check_untyped(payloads: list[msgspec.Raw]) -> int:
 def _check_followups(followups: list[msgspec.Raw]) -> int:
     """Follow-up payloads in the shape writers emit, no key given twice nor a member null:
     their ':' bytes, which are their members' and their text's."""
-    joined = b"[" + b",".join(followups) + b"]"
-    if b"\\u003" in joined:
-        raise _NotTaken
-    try:
-        decoded = _decode_followups(joined)
-    except (msgspec.DecodeError, RecursionError):
-        raise _NotTaken from None
+    decoded, counted = _decode_joined(_decode_followups, followups)
     colons = _followup_colons(decoded)
-    if colons != joined.count(b":"):
+    if colons != counted:
         raise _NotTaken
     return colons
 
 
-def _followup_colons(decoded: list[_Followup]) -> int:
+def _check_escapes(body: bytes, rows: list[bytes], typed: list[bool]) -> None:
+    """No ``\\u003`` (an escaped ``:``, among others) in a typed line (a change or a follow-up):
+    typed payloads have no raw bytes of their own whose ``:`` could be counted. Untyped lines
+    may hold it: their payloads' ``:`` are counted as raw bytes on both sides. The few typed
+    lines of a chat log are looked at one by one, a chunk of mostly typed lines at once."""
+    if 4 * typed.count(True) < len(typed):
+        found = any(map(bytes.__contains__, compress(rows, typed), repeat(b"\\u003")))
+    else:
+        found = b"\\u003" in body
+    if found:
+        raise _NotTaken
+
+
+def _decode_joined(
+    decode: Callable[[bytes], list[Any]], payloads: Iterable[msgspec.Raw]
+) -> tuple[list[Any], int]:
+    """Typed payloads (each a whole JSON value) decoded as one array, and the ``:`` bytes of
+    their text; ``\\u003`` anywhere (an escaped ``:``, among others) is not taken."""
+    joined = b"[" + b",".join(payloads) + b"]"
+    if b"\\u003" in joined:
+        raise _NotTaken
+    try:
+        return decode(joined), joined.count(b":")
+    except (msgspec.DecodeError, RecursionError):
+        raise _NotTaken from None
+
+
+def _followup_colons(decoded: list[wire.FollowupData]) -> int:
     """The ``:`` bytes of follow-up payloads: their members' and their text's."""
     # The six data members, source's kind (and plugin), two per reminder, and their text.
     plugins = list(map(_PLUGIN, decoded))

@@ -1,7 +1,10 @@
 """The summary read's fast path: checks of one event line that skip the reference decoder.
 
-Private to :mod:`schedlog.eventlog.reader`, whose ``_reference_line`` is the readable strict
-decoder of every line and gives every verdict and diagnostic. :func:`summary_line` only ever
+A documented internal module (the summary read of :mod:`schedlog.eventlog.reader` and the
+chunk fast path :mod:`schedlog.invariant.fastcheck` use it; nothing outside schedlog should).
+:func:`schedlog.eventlog.reader.reference_line` is the readable strict decoder of every line
+and gives every verdict and diagnostic. The typed shapes are those of
+:mod:`schedlog.eventlog.wire`. :func:`summary_line` only ever
 *takes* a line the reference accepts, with the same result; anything it is not sure of it
 leaves to the reference (returns None). ``tests/eventlog/test_fastline.py`` proves the two
 equal, line by line and log by log.
@@ -23,6 +26,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from schedlog.eventlog import wire
 from schedlog.eventlog.changes import Change, decode_change_line
 
 __all__ = ["summary_line"]
@@ -40,39 +44,8 @@ _MAX_OPENERS: Final = 200
 _LONG_INT: Final = re.compile(rb"[0-9]{4300}")
 
 
-class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
-    """An event line of any other type: ``data`` is checked as JSON and skipped."""
-
-    type: str
-    data: msgspec.Raw
-
-
-class _Source(msgspec.Struct, forbid_unknown_fields=True):
-    kind: str
-    plugin: str | None = None
-
-
-class _Member(msgspec.Struct, forbid_unknown_fields=True):
-    id: str
-    occurrenceAt: str
-
-
-class _FollowupData(msgspec.Struct, forbid_unknown_fields=True):
-    messageId: str
-    role: str
-    source: _Source
-    text: str
-    reminders: list[_Member]
-    createdAt: str
-
-
-class _FollowupLine(msgspec.Struct, forbid_unknown_fields=True):
-    type: str
-    data: _FollowupData
-
-
-_decode_envelope = msgspec.json.Decoder(_Envelope).decode
-_decode_followup = msgspec.json.Decoder(_FollowupLine).decode
+_decode_envelope = msgspec.json.Decoder(wire.Envelope).decode
+_decode_followup = msgspec.json.Decoder(wire.FollowupLine).decode
 
 
 def summary_line(raw: bytes) -> Change | Literal[True] | None:
@@ -106,7 +79,7 @@ def _is_followup(raw: bytes) -> bool:
     except Exception:  # any shape or syntax surprise: the reference decides
         return False
     # msgspec checked the UTF-8 of every string; the keys of known members are ASCII.
-    if line.type != _FOLLOWUP_TYPE or b"\\u003" in raw:
+    if b"\\u003" in raw:
         return False
     data, source = line.data, line.data.source
     # type, data; the six data members; source's kind (and plugin); two per reminder
