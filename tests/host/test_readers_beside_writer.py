@@ -222,3 +222,54 @@ def test_a_missing_store_is_refused_not_created(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert json.loads(result.stdout)["error"]["code"] == "store-not-found"
     assert not store.exists() and os.listdir(tmp_path) == []
+
+
+def test_a_writer_that_starts_during_a_read_makes_the_read_start_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from schedlog.host.stores import sqlite_validate
+
+    store = tmp_path / "schedule.db"
+    opened = SqliteTaskStore.open(store)
+    opened.insert(task("schedule-0"))
+    opened.close()
+    real = sqlite_validate.validate_sqlite
+    calls: list[int] = []
+
+    def racing(path: Path, tasks: list[object] | None = None) -> int:
+        count = real(path, tasks)  # type: ignore[arg-type]
+        calls.append(count)
+        if len(calls) == 1:  # a service starts and writes once the file was read
+            started = SqliteTaskStore.open(store)  # its own validation is call 2
+            started.insert(task("schedule-1"))
+            started.close()
+        return count
+
+    monkeypatch.setattr(sqlite_validate, "validate_sqlite", racing)
+    assert [st.task.id for st in read_tasks(store)] == ["schedule-0", "schedule-1"]
+    assert calls == [1, 1, 2]  # the reader, the service's open, the reader again
+
+
+def test_a_probe_of_the_lock_does_not_refuse_a_starting_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    from schedlog.host.stores import sqlite
+
+    store = tmp_path / "schedule.db"
+    SqliteTaskStore.open(store).close()
+    fd = os.open(f"{store}.lock", os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a reader's probe, held right now
+    pauses: list[float] = []
+
+    def probe_ends(seconds: float) -> None:
+        pauses.append(seconds)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+    monkeypatch.setattr(sqlite.time, "sleep", probe_ends)
+    try:
+        SqliteTaskStore.open(store).close()
+    finally:
+        os.close(fd)
+    assert len(pauses) == 1
