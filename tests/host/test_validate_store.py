@@ -139,7 +139,7 @@ def test_missing_store_is_a_failure_and_is_not_created(
     assert code == 1
     assert report["path"] == str(path)
     assert (report["kind"], report["ok"], report["tasks"]) == ("store", False, None)
-    assert report["error"]["code"] == "malformed-medium"
+    assert report["error"]["code"] == "store-not-found"
     assert "does not exist" in report["error"]["message"]
     assert list(tmp_path.iterdir()) == []  # no store, no lock file, no -wal/-shm
 

@@ -35,7 +35,7 @@ def select_backend(path: str | os.PathLike[str], backend: Backend | None = None)
 
 
 def _postgres_opener() -> Callable[[str], TaskStore]:
-    """``PostgresTaskStore.open``, or ``malformed-medium`` when psycopg is not installed."""
+    """``PostgresTaskStore.open``, or ``backend-unavailable`` when psycopg is not installed."""
     require_postgres()
     from schedlog.host.stores.postgres import PostgresTaskStore
 
@@ -70,7 +70,7 @@ def read_tasks(path: str | os.PathLike[str], backend: Backend | None = None) -> 
     service that holds it, and without creating or modifying any file: a SQLite store in one
     read transaction (or from an unchanging file), a JSON document as one read of a file that
     writers replace atomically, a PostgreSQL store in one transaction. A missing file store is
-    refused (``malformed-medium``), not created.
+    refused (``store-not-found``), not created.
     """
     chosen = select_backend(path, backend)
     if chosen == "postgresql":

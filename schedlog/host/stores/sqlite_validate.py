@@ -56,11 +56,12 @@ def _malformed(message: str) -> StoreOpenError:
 
 
 def check_regular_file(path: Path) -> int:
-    """The size of the store file; ``malformed-medium`` when it is missing or not a file."""
+    """The size of the store file; ``store-not-found`` when it is missing, ``malformed-medium``
+    when it is not a file."""
     try:
         st = path.stat()
     except FileNotFoundError:
-        raise _malformed(f"schedule store {path} does not exist") from None
+        raise StoreOpenError("store-not-found", f"schedule store {path} does not exist") from None
     except OSError as exc:
         raise _malformed(f"cannot read schedule store {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
