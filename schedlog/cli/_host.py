@@ -350,8 +350,10 @@ def cmd_history(args: argparse.Namespace) -> int:
             page = history_page(
                 st.task, limit, args.before, Retention(), has_before=args.before is not None
             )
-    except ScheduleInputError as exc:
-        report_error("schedlog host history", exc.to_value(), as_json)
+    except ScheduleInputError as exc:  # a --limit outside 1-100: a usage error
+        error = exc.to_value()
+        error["message"] = f"--limit {js_dumps(args.limit)}: {error['message']}"
+        report_error("schedlog host history", error, bool(args.json))
         return 2
     if as_json:
         write_json_line(page)
@@ -389,5 +391,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return 1
     finally:
         store.close()
+    if args.dry_run:  # nothing was written, and the ids a real run makes are new ones
+        result = {"dryRun": True, "wouldCreate": result["created"], "skipped": result["skipped"]}
     write_json_line(result)
     return 0
