@@ -62,7 +62,7 @@ EXIT_STATUS: Final = (
     "",
     "Where an error goes: an exit-1 error goes where the output goes, so in JSON output "
     "(`--json`, and for `validate`, `replay`, `repair`, `host catalog` and `host history` "
-    "whenever stdout is not a terminal) it is one `{\"error\":{\"code\",\"message\"}}` line on "
+    'whenever stdout is not a terminal) it is one `{"error":{"code","message"}}` line on '
     "stdout (`validate` reports it inside the file's or store's report); on a terminal "
     "`validate` and `replay` show it in their table or line, and the other commands write "
     "`schedlog COMMAND: error: MESSAGE (CODE)` on stderr. An exit-2 error is that "

@@ -49,7 +49,9 @@ STORE_OPEN_CODES: Final = frozenset({"malformed-medium", "version-mismatch", "in
 #: Opening a store another service holds (our addition to the three validation failures).
 STORE_LOCK_CODES: Final = frozenset({"store-locked"})
 #: Opening a store that is not there, or whose driver or server is not (docs/errors.md#store-open).
-STORE_REACH_CODES: Final = frozenset({"store-not-found", "backend-unavailable", "store-unreachable"})
+STORE_REACH_CODES: Final = frozenset(
+    {"store-not-found", "backend-unavailable", "store-unreachable"}
+)
 CLI_CODES: Final = frozenset({"invalid_request"})  # docs/errors.md#cli-code
 #: Answered by the Python API's tool dispatchers only (docs/errors.md#embedding-codes): no batch
 #: line can carry arguments that are not an object, nor reach an engine that is not running.

@@ -29,7 +29,7 @@ from tests.host.helpers import sha256_files, task
 BATCH = 10
 #: Hostile text in the stored prompts (markup, an escaped lone surrogate, a long value), long
 #: enough that the writer's log passes SQLite's automatic checkpoint while the readers read.
-PROMPT = "<b>&amp;</b> \"q\" \\ud800 " + "é" * 3000
+PROMPT = '<b>&amp;</b> "q" \\ud800 ' + "é" * 3000
 
 WRITER = r"""
 import sys
@@ -186,9 +186,9 @@ def test_writers_stay_exclusive_beside_readers(tmp_path: Path, writer: Writer) -
     second = schedlog("host", "run", "--store", str(store), "--sessions", sessions)
     assert second.returncode == 1
     assert json.loads(second.stderr.splitlines()[-1])["error"]["code"] == "store-locked"
+    argv = ["host", "batch", "--store", str(store), "--sessions", sessions]
     batch = subprocess.run(
-        [sys.executable, "-m", "schedlog.cli.main", "host", "batch", "--store", str(store)]
-        + ["--sessions", sessions],
+        [sys.executable, "-m", "schedlog.cli.main", *argv],
         input='{"op":"catalog","now":"2026-05-01T00:00:00Z","args":{}}\n',
         capture_output=True,
         text=True,
