@@ -273,3 +273,21 @@ def test_a_probe_of_the_lock_does_not_refuse_a_starting_writer(
     finally:
         os.close(fd)
     assert len(pauses) == 1
+
+
+def test_a_json_store_held_by_a_service_is_read_without_its_lock(tmp_path: Path) -> None:
+    from schedlog.host.stores.json import JsonTaskStore
+
+    store = tmp_path / "schedule.json"
+    held = JsonTaskStore.open(store)  # holds <store>.lock until closed
+    try:
+        held.insert_many([task("schedule-0"), task("schedule-1", "<s>\u202e")])
+        before = sha256_files(store, Path(f"{store}.lock"))
+        catalog = schedlog("host", "catalog", "--store", str(store))
+        assert catalog.returncode == 0, catalog.stderr
+        ids = [json.loads(line)["id"] for line in catalog.stdout.splitlines()]
+        assert sorted(ids) == ["schedule-0", "schedule-1"]
+        assert sha256_files(store, Path(f"{store}.lock")) == before
+        held.delete("schedule-0")  # the service still writes
+    finally:
+        held.close()

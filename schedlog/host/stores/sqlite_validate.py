@@ -272,12 +272,20 @@ def _read_store(path: Path, tasks: list[StoredTask] | None, *, probe: bool) -> i
     if check_regular_file(path) == 0:
         return 0  # open_store initializes a zero-length file as an empty store
     for _ in range(_SNAPSHOT_ATTEMPTS):
+        got: list[StoredTask] | None = None if tasks is None else []
         live = _live_uri(path) if probe and writer_holds(path) else None
         if live is not None:
-            return _read_uri(live, path, tasks)
+            try:
+                count = _read_uri(live, path, got)
+            except StoreOpenError:
+                if writer_holds(path):
+                    raise
+                continue  # the service stopped (and removed its log) under the read
+            if tasks is not None and got is not None:
+                tasks.extend(got)
+            return count
         files = _companions(path)
         before = _signature(files)
-        got: list[StoredTask] | None = None if tasks is None else []
         try:
             logs = _pending_logs(path)
             count = (
