@@ -59,7 +59,7 @@ class LogEvent(_EventFields, frozen=True, kw_only=True, gc=False):
     session: event data decoded on first use").
     """
 
-    @property
+    @property  # type: ignore[misc]  # the field's slot, read through (see above)
     def data(self) -> Any:
         value = _DATA_SLOT.__get__(self)
         if type(value) is msgspec.Raw:

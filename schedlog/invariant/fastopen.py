@@ -10,14 +10,15 @@ reference is :func:`schedlog.eventlog.reader.read_log` (events kept) followed by
   suffix, or gives up (None);
 * it keeps the lines it took and how it decoded each one alone (``keep``): the ``type`` and
   the text of the ``data`` of every line, an envelope of exactly those two keys (a line of a
-  chunk the check read line by line, and the ``data`` of a change or follow-up, which the
-  check decoded typed, are decoded once more into that envelope). The event keeps that text (a ``msgspec.Raw`` into its ``raw`` line) and
-  decodes it on first use (:class:`~schedlog.eventlog.events.LogEvent`): most events of a
-  session are never looked into, and the fold and the follow-ups decode only their own. A
-  line the check proved valid decodes to the values the reference's decoder gives (``msgspec``
-  for the lines it re-encodes exactly, Python's ``json`` for the others, which reads every
-  number and string as ``msgspec`` does; where ``msgspec`` cannot, a number out of the float
-  range or a lone surrogate escape, the event reads its line with ``json``).
+  chunk the check read line by line, and a change or follow-up, whose ``data`` the check
+  decoded typed, are decoded once more into that envelope);
+* each event keeps that text (a ``msgspec.Raw`` into its own ``raw`` line) and decodes it on
+  first use (:class:`~schedlog.eventlog.events.LogEvent`): most events of a session are never
+  looked into. A line the check proved valid decodes to the values the reference's decoder
+  gives (``msgspec`` for the lines it re-encodes exactly, Python's ``json`` for the others,
+  which reads every number and string as ``msgspec`` does; a number beyond the float range,
+  which ``msgspec`` refuses, is read by ``json``). A lone surrogate escape, which ``msgspec``
+  refuses even in a text it keeps, sends the log to the reference.
 
 Any doubt (the check gives up, a line does not decode) and the reference reads the log: the
 result is the same, only slower. ``tests/invariant/test_fastopen.py`` compares the two on

@@ -112,3 +112,20 @@ def test_an_appender_opens_by_the_fast_path_with_the_reference_result(tmp_path: 
     contents, state = _reference(path)
     with LogAppender.open(path) as log:
         assert log.events_at_open == contents.events and log.state == state
+
+
+def test_the_open_leaves_event_data_unread_until_used(tmp_path: Path) -> None:
+    import msgspec
+
+    from schedlog.eventlog import events as events_module
+
+    path = tmp_path / "log.jsonl"
+    chat = b'{"type":"m","data":{"t":"<&>\\u0000","n":[1,2.5]}}\n'
+    path.write_bytes(HEAD + chat * 3 + CREATE + b"\n" + chat)
+    contents, _ = fastopen.read_for_open(path)
+    stored = [events_module._DATA_SLOT.__get__(event) for event in contents.events]
+    assert [type(value) is msgspec.Raw for value in stored] == [True] * 5
+    assert [bytes(value) for value in stored][:1] == [b'{"t":"<&>\\u0000","n":[1,2.5]}']
+    assert contents.events[0].data == {"t": "<&>\x00", "n": [1, 2.5]}
+    assert contents.events[0].raw == chat
+    assert contents == _reference(path)[0]
