@@ -87,6 +87,9 @@ def test_reframed_logs_agree(tmp_path: Path, data: bytes) -> None:
         (b'{"type":"m","data":{"k":1,"k":2}}\r\n' + CREATE + b"\n", True),  # last value counts
         (b'{"type":"m","data":123456789012345678901234567890}\n', True),
         (b'{"type": "m", "data": {"x": null}}\n', True),
+        # str.splitlines would split at these; the open's split must not
+        (b'{"type":"m","data":"\xc2\x85\xe2\x80\xa8\xe2\x80\xa9"}\n' + CREATE + b"\n", True),
+        (b'{"type":"m","data":"\\u000b\\u000c\\u001c"}\x0c\x0b \n', False),
         # a number msgspec cannot decode: the event reads its line with json on first use
         (b'{"type":"m","data":1e400}\n', True),
         (b'{"type":"m","data":{"k":-1E+999,"k":[1e-999,"<b>\\u0000</b>"]}}\n', True),
