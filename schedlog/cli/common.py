@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, TextIO
+from typing import Any, Final, TextIO, cast
 
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError
 from schedlog.rules.instants import DAY_MS, days_from_civil, days_in_month
@@ -76,6 +76,21 @@ def parse_request_instant(value: object, field: str = "now") -> int:
     return local + millis - offset_ms
 
 
+class CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of each write. Diagnostics configured
+    by one in-process CLI call (an embedding host, a test) then never keep writing to a stream
+    that was swapped out and closed after that call."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def configure_diagnostics(stream: TextIO | None = None) -> None:
     """Render structlog diagnostics as JSON lines on stderr, never on stdout
     (docs/protocol.md#batch, docs/diagnostics.md#events)."""
@@ -87,7 +102,9 @@ def configure_diagnostics(stream: TextIO | None = None) -> None:
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.JSONRenderer(),
         ],
-        logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(
+            stream if stream is not None else cast(TextIO, CurrentStderr())
+        ),
         cache_logger_on_first_use=False,
     )
 
