@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -345,3 +346,43 @@ def test_remote_operations_and_host_batch_pause_and_resume(tmp_path: Path) -> No
         assert values[5] == {"id": task_id, "changed": False, "code": "schedule_not_found"}
     finally:
         batch.close()
+
+
+def test_pause_and_resume_are_change_events(tmp_path: Path, backend: str) -> None:
+    """``schedule/changed`` carries them (docs/http-api.md#events); a no-op reports nothing."""
+    if not pausable(backend):
+        pytest.skip("the JSON document cannot hold a pause")
+
+    async def body(svc: HostService, clock: VirtualClock, _: MemorySessions) -> None:
+        r = await svc.create("s-1", args(every_seconds=600))
+        kinds: list[str] = []
+        svc.subscribe_changes(lambda change: kinds.append(change.kind))
+        await svc.pause("s-1", r.id)
+        await svc.pause("s-1", r.id)  # a no-op writes and reports nothing
+        await svc.pause("s-1", r.id, resume=True)
+        await svc.pause("s-1", r.id, resume=True)
+        assert kinds == ["paused", "resumed"]
+
+    run(tmp_path, backend, body)
+
+
+def test_the_event_stream_carries_the_kinds() -> None:
+    from tests.serve.deps import require_serve
+
+    require_serve()
+    from schedlog.host.changes import ChangeListener, TaskChange
+    from schedlog.serve.sse import EventHub
+
+    listeners: list[ChangeListener] = []
+
+    class Source:
+        def subscribe_changes(self, listener: ChangeListener) -> Any:
+            listeners.append(listener)
+            return lambda: None
+
+    hub = EventHub(Source(), epoch=1)
+    for kind in ("paused", "resumed"):
+        listeners[0](TaskChange("schedule-<1>", "s-1", kind))  # type: ignore[arg-type]
+    frames = [frame for _, frame in hub._buffer]
+    assert b'"kind":"paused"' in frames[0] and b'"kind":"resumed"' in frames[1]
+    hub.close()
