@@ -515,4 +515,3 @@ def test_pause_and_resume_are_dispatched_and_published(tmp_path: Any) -> None:
     for op in ("pause", "resume"):
         assert f"/v1/sessions/{{sessionId}}/tasks/{{id}}/{op}" in paths
     assert {t["name"] for t in tool_schemas()["tools"]} >= set(PAUSE_TOOL_NAMES)
-
