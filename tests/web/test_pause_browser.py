@@ -27,6 +27,7 @@ def test_pause_and_resume_from_the_detail(live: Live, page: Any, tmp_path: Path)
     expect(pause).to_be_hidden()
     expect(resume).to_be_focused()
     expect(page.locator("#record")).to_contain_text("paused")
+    expect(page.locator("#upcoming")).to_contain_text("None while paused")
     assert live.entry("s-1", task["id"])["status"] == "paused"
     shot(page, tmp_path, "paused-detail")
     # the catalog marks it, and the status filter finds it

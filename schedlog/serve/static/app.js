@@ -270,6 +270,10 @@ async function loadUpcoming() {
     list.replaceChildren(el("li", { class: "muted", text: "None: the reminder has ended." }));
     return;
   }
+  if (d.entry.status === "paused") {
+    list.replaceChildren(el("li", { class: "muted", text: "None while paused: nothing is delivered until it is resumed." }));
+    return;
+  }
   let data;
   try {
     data = await api.explain(d.id, 5);
