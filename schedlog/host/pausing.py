@@ -16,9 +16,10 @@ from typing import Any, NamedTuple
 import msgspec
 
 from schedlog.absent import ABSENT
+from schedlog.errors import ScheduleInputError
 from schedlog.host.task import Task
-from schedlog.rules.instants import format_instant
-from schedlog.rules.pause import resume_target
+from schedlog.rules.instants import format_instant, is_representable
+from schedlog.rules.pause import MSG_PAUSED_AT, resume_target
 from schedlog.rules.update import matches_expected
 
 __all__ = ["PauseStep", "pause_step", "resume_step"]
@@ -61,6 +62,8 @@ def pause_step(
     if task.paused_at is not None:
         at = task.paused_at
         return PauseStep({"id": task.id, "paused": True, "changed": False, "pausedAt": _at(at)})
+    if not is_representable(now):  # pausedAt must be a canonical instant (a no-op writes none)
+        raise ScheduleInputError("time_out_of_range", MSG_PAUSED_AT)
     paused = msgspec.structs.replace(task, status="active", paused_at=now)
     return PauseStep({"id": task.id, "paused": True, "changed": True, "pausedAt": _at(now)}, paused)
 

@@ -386,3 +386,15 @@ def test_the_event_stream_carries_the_kinds() -> None:
     frames = [frame for _, frame in hub._buffer]
     assert b'"kind":"paused"' in frames[0] and b'"kind":"resumed"' in frames[1]
     hub.close()
+
+
+def test_a_pause_at_an_unrepresentable_instant_writes_nothing(tmp_path: Path) -> None:
+    async def body(svc: HostService, clock: VirtualClock, _: MemorySessions) -> None:
+        r = await svc.create("s-1", args(every_seconds=600))
+        clock.set(MAX_MS + 1)
+        value = await HostTools(svc).call("schedule_pause", "s-1", {"id": r.id})
+        assert value["code"] == "time_out_of_range" and "pausedAt" in value["message"]
+        found = svc.find("s-1", r.id)
+        assert found is not None and found.paused_at is None
+
+    run(tmp_path, "sqlite", body)
