@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from schedlog.cli.main import main as schedlog_main
 from schedlog.errors import StoreOpenError
@@ -24,6 +25,13 @@ from schedlog.runtime.clock import VirtualClock
 from tests import pg
 from tests.host.helpers import T0, MemorySessions, ms
 from tests.host.release_020 import PG_MIGRATIONS, SQLITE_SCHEMA, TASK_BODY, TASK_ID
+
+
+@pytest.fixture(autouse=True)
+def _restore_structlog() -> Iterator[None]:
+    """The commands configure diagnostics on the streams of the moment; undo it after."""
+    yield
+    structlog.reset_defaults()
 
 
 def cli(*argv: str) -> tuple[int, Any]:
