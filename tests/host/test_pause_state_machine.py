@@ -12,6 +12,7 @@ and a resumed one-shot its target."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -73,12 +74,21 @@ class PauseMachine(RuleBasedStateMachine):
         self.sessions = MemorySessions()
         self.models: dict[str, Model] = {}
         self.delivered: set[tuple[str, int]] = set()
+        # Deterministic ids, so that a failing run replays the same draws.
+        self._ids = (f"schedule-sm-{i}" for i in itertools.count())
         self._open()
 
     def _open(self) -> None:
         async def start() -> HostService:
             store = open_store(conftest.store_path(self.dir, self.backend))
-            return HostService(store, self.sessions, self.clock, Retention(), auto_drive=False)
+            return HostService(
+                store,
+                self.sessions,
+                self.clock,
+                Retention(),
+                auto_drive=False,
+                task_ids=lambda: next(self._ids),
+            )
 
         self.svc = self.loop.run_until_complete(start())
         self.tools = HostTools(self.svc)
