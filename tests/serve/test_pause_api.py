@@ -1,4 +1,4 @@
-"""Pause and resume over HTTP (docs/http-api.md#pause): the tool routes, ``POST
+"""Pause and resume over HTTP (docs/http-api.md#pause-and-resume): the tool routes, ``POST
 .../tasks/{id}/pause|resume`` with an optional ``expected``, the catalog's ``paused`` status
 and its filter, and the ``schedule/changed`` kinds."""
 
