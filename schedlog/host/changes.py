@@ -16,8 +16,8 @@ __all__ = ["ChangeKind", "ChangeListener", "ChangeSource", "TaskChange"]
 
 #: ``created``/``updated``/``deleted`` by a tool or a remote operation (archive stop deletes),
 #: ``delivered`` when a delivery was committed, ``retrying`` when a delivery attempt failed and
-#: another is planned.
-ChangeKind = Literal["created", "updated", "deleted", "delivered", "retrying"]
+#: another is planned, ``paused`` and ``resumed`` by a pause or a resume (docs/protocol.md#pause).
+ChangeKind = Literal["created", "updated", "deleted", "delivered", "retrying", "paused", "resumed"]
 
 
 class TaskChange(NamedTuple):

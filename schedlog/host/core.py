@@ -30,11 +30,13 @@ from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member,
 from schedlog.host.due import DueTasks, due_tasks_for
 from schedlog.host.history import check_limit, history_page
 from schedlog.host.limits import SeenSessions
+from schedlog.host.pausing import pause_step, resume_step
 from schedlog.host.sessions import SessionController, SessionHandle
 from schedlog.host.stores.base import (
     InsertsMany,
     StoredTask,
     TaskStore,
+    store_pausable,
 )
 from schedlog.host.task import Task, catalog_entry
 from schedlog.protocols import HOST
@@ -165,7 +167,11 @@ class HostCore:
 
     def list_records(self, session_id: str) -> list[Record]:
         """The session's active records, in storage order (docs/protocol.md#remote)."""
-        return [st.task.record for st in self.store.session_tasks(session_id) if st.task.active]
+        return [task.record for task in self.list_tasks(session_id)]
+
+    def list_tasks(self, session_id: str) -> list[Task]:
+        """The session's active tasks, paused ones included, in storage order."""
+        return [st.task for st in self.store.session_tasks(session_id) if st.task.active]
 
     def catalog(self) -> list[dict[str, Any]]:
         """Every task as a catalog entry, by ``scheduledAt`` then ``id`` (code points)."""
@@ -261,6 +267,35 @@ class HostCore:
         self._changed(self._change(task, "updated"))
         self.drive_requested()
         return result
+
+    def pause(
+        self,
+        session_id: str,
+        task_id: object,
+        expected: object,
+        now: Callable[[], int],
+        *,
+        resume: bool = False,
+    ) -> dict[str, Any]:
+        """Pause (or ``resume``) with an optional compare-and-set (docs/protocol.md#pause), in
+        the order of :mod:`schedlog.host.pausing`; one transaction on a shared store, as
+        :meth:`update`. Acknowledged only once written; a no-op writes nothing."""
+        with self.due_tasks.pausing(session_id):
+            task = self.find(session_id, task_id)
+            at = now()
+            if resume:
+                step = resume_step(task, task_id, expected, at)
+            else:
+                step = pause_step(task, task_id, expected, at, pausable=store_pausable(self.store))
+            if step.task is None:
+                return step.result
+            st = self.store.get(step.task.id)
+            assert st is not None
+            self._replace(st, step.task)
+            crashpoint("host.after_pause_write")
+        self._changed(self._change(step.task, "resumed" if resume else "paused"))
+        self.drive_requested()
+        return step.result
 
     def delete(self, session_id: str, task_id: object) -> dict[str, Any]:
         """Hard delete (docs/protocol.md#remote): ``{"id","deleted":true}`` or
@@ -435,6 +470,7 @@ class HostCore:
             if (
                 st is None
                 or not st.task.active
+                or st.task.paused
                 or st.task.session_id != session_id
                 or st.task.record.scheduled_at > decision_time
             ):

@@ -50,6 +50,8 @@ _REMOTE_KINDS: Final[dict[str, ChangeKind]] = {
     "updated": "updated",
     "deleted": "deleted",
     "delivered": "delivered",
+    "paused": "paused",
+    "resumed": "resumed",
 }
 #: Back-off of the timer while a shared store cannot be reached (doubling up to the maximum).
 TIMER_BACKOFF_MS: Final = 100
@@ -194,12 +196,25 @@ class HostService:
     async def delete(self, session_id: str, task_id: object) -> dict[str, Any]:
         return await self._submit(lambda: self.core.delete(session_id, task_id))
 
+    async def pause(
+        self, session_id: str, task_id: object, expected: object = ABSENT, *, resume: bool = False
+    ) -> dict[str, Any]:
+        """Pause (or ``resume``) in the FIFO (docs/protocol.md#pause); ``now`` is sampled in
+        its slot. Raises ``invalid_rule`` for an ``expected`` that does not decode."""
+        return await self._submit(
+            lambda: self.core.pause(session_id, task_id, expected, self.clock.now_ms, resume=resume)
+        )
+
     async def archive_stop(self, session_id: str) -> list[str]:
         return await self._submit(lambda: self.core.archive_stop(session_id))
 
     def list_records(self, session_id: str) -> list[Record]:
         self._check_open()
         return self.core.list_records(session_id)
+
+    def list_tasks(self, session_id: str) -> list[Task]:
+        self._check_open()
+        return self.core.list_tasks(session_id)
 
     def find(self, session_id: str, task_id: object) -> Task | None:
         self._check_open()
@@ -271,7 +286,7 @@ class HostService:
         return sent
 
     def _forget_edited(self, change: TaskChange) -> None:
-        if self.backoff is not None and change.kind in ("updated", "deleted", "delivered"):
+        if self.backoff is not None and change.kind != "retrying":
             self.backoff.forget(change.id)
 
     def _record_failure(self, exc: GroupFailed) -> None:

@@ -9,6 +9,7 @@ below, which code outside :mod:`schedlog.host.stores` tests instead of a concret
 
 * :class:`InsertsMany`: several new tasks in one durable write (group commit);
 * :class:`WritesFromAnyThread`: writes may run on a writer thread;
+* :class:`HoldsPause`: can hold the paused state of a task (docs/protocol.md#pause);
 * :class:`CatalogRows`: the catalog's sort and filter fields without decoding a task;
 * :class:`ClaimingStore`: shared by several hosts, which claim due tasks with a lease;
 * :class:`LocalStore`: written by this process only, so an in-memory index of it stays exact.
@@ -36,6 +37,7 @@ __all__ = [
     "CatalogRow",
     "CatalogRows",
     "ClaimingStore",
+    "HoldsPause",
     "InsertsMany",
     "LocalStore",
     "StoreLock",
@@ -44,7 +46,9 @@ __all__ = [
     "StoredTask",
     "TaskStore",
     "WritesFromAnyThread",
+    "check_holdable",
     "require_postgres",
+    "store_pausable",
 ]
 
 
@@ -130,6 +134,31 @@ class WritesFromAnyThread(Protocol):
 
     @property
     def writes_from_any_thread(self) -> bool: ...
+
+
+@runtime_checkable
+class HoldsPause(Protocol):
+    """A store that can hold a paused task (``pausedAt``, docs/protocol.md#pause) when
+    ``pausable``: SQLite and PostgreSQL after their schema migration, never the JSON document
+    (docs/decisions.md#pause-and-resume). A store without it cannot pause."""
+
+    @property
+    def pausable(self) -> bool: ...
+
+
+def store_pausable(store: object) -> bool:
+    """Whether ``store`` can hold the paused state."""
+    return isinstance(store, HoldsPause) and store.pausable
+
+
+def check_holdable(task: Task, pausable: bool, path: Path | str) -> None:
+    """Refuse to write a paused task to a store that cannot hold the paused state: the write
+    fails (:class:`StoreWriteError`) instead of silently dropping the pause."""
+    if task.paused_at is not None and not pausable:
+        raise StoreWriteError(
+            f"cannot write paused task {task.id!r} to {path}: this store cannot hold a paused "
+            "task (docs/protocol.md#pause)"
+        )
 
 
 #: ``(scheduledAt epoch ms, id, sessionId, title or "", active)`` of one task.
