@@ -1,8 +1,9 @@
 """The four host tools bound to the calling session (docs/protocol.md#host-tools).
 
 Every tool returns a value: a view, a list of views, a result, or an error value
-``{"code","message"}``. Storage failures, disposal and unexpected exceptions are
-``internal_error``; the host tools never return ``corrupt_schedule_log``.
+``{"code","message"}``. A write refused by full storage is ``storage_full``; other storage
+failures, disposal and unexpected exceptions are ``internal_error``; the host tools never
+return ``corrupt_schedule_log``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import structlog
 from schedlog.absent import ABSENT
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
+from schedlog.host.storage_full import STORAGE_FULL_VALUE, is_storage_full
 from schedlog.protocols import HOST
 from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST, check_every_seconds
 from schedlog.rules.records import check_prompt, check_title
@@ -91,6 +93,14 @@ class HostTools:
                 return dict(INTERNAL_ERROR)
             return exc.to_value()
         except Exception as exc:
+            if is_storage_full(exc):
+                _log.warning(
+                    "tool.storage_full",
+                    tool=name,
+                    error=repr(exc),
+                    message=f"schedule: tool {name} refused, storage full: {exc!r}",
+                )
+                return dict(STORAGE_FULL_VALUE)
             _log.error(
                 "tool.failed",
                 tool=name,

@@ -133,6 +133,9 @@ def _tool_paths() -> dict[str, Any]:
             "200": _json("The tool value.", _one_of(success)),
             "422": _json("An input error value.", _ref(ErrorValue)),
             "500": _json("internal_error.", _ref(ErrorValue)),
+            "507": _json(
+                "storage_full: the store's disk is full, nothing was stored.", _ref(ErrorValue)
+            ),
             "503": _json(
                 "The service is stopping.", {"oneOf": [_ref(ErrorValue), _ref(bodies.ErrorBody)]}
             ),
