@@ -11,7 +11,9 @@ import errno
 import sqlite3
 from typing import Any, Final
 
-__all__ = ["STORAGE_FULL", "STORAGE_FULL_VALUE", "is_storage_full"]
+from schedlog.host.stores.base import StoreUnavailableError
+
+__all__ = ["STORAGE_FULL", "STORAGE_FULL_VALUE", "is_storage_full", "store_unavailable"]
 
 STORAGE_FULL: Final = "storage_full"
 STORAGE_FULL_VALUE: Final = {
@@ -23,16 +25,28 @@ _SQLITE_FULL: Final = 13
 _PG_DISK_FULL: Final = "53100"
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc``, then its cause (or context), and so on; each once."""
+    out: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not e for e in out):
+        out.append(current)
+        current = current.__cause__ or current.__context__
+    return out
+
+
 def is_storage_full(exc: BaseException) -> bool:
     """True when ``exc``, its cause or its context says the storage is full."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if _says_full(current):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    return any(_says_full(e) for e in _chain(exc))
+
+
+def store_unavailable(exc: BaseException) -> StoreUnavailableError | None:
+    """The store's server did not answer in time, anywhere in ``exc``'s chain
+    (docs/reliability.md#slow-postgresql): answered ``service_unavailable``."""
+    for e in _chain(exc):
+        if isinstance(e, StoreUnavailableError):
+            return e
+    return None
 
 
 def _says_full(exc: BaseException) -> bool:
