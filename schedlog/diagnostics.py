@@ -188,6 +188,12 @@ EVENTS: Final[dict[str, EventSpec]] = {
         "host: an unexpected exception in a tool, answered as internal_error",
         "schedule: tool <tool> failed: <error>",
     ),
+    "tool.storage_full": EventSpec(
+        "warning",
+        ("tool", "error"),
+        "host: a tool's write refused by full storage, answered as storage_full",
+        "schedule: tool <tool> refused, storage full: <error>",
+    ),
     "batch.internal_error": EventSpec(
         "error",
         ("error",),

@@ -43,6 +43,7 @@ from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered
 from schedlog.host.endpoint import with_serve_hint
 from schedlog.host.remote import REMOTE_OPERATIONS, call_remote
+from schedlog.host.retry import Backoff
 from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
 from schedlog.host.stores.base import StoredTask, TaskStore
@@ -220,7 +221,9 @@ async def run_host(
         return 1
     log = structlog.get_logger("schedlog.cli")
     sessions = SessionsDirectory(sessions_dir)
-    service = HostService(store, sessions, clock, keep or Retention())
+    # A delivery that failed (a full disk, an unreadable log) is retried with backoff, even
+    # when nothing else wakes the timer (docs/reliability.md#full-disk).
+    service = HostService(store, sessions, clock, keep or Retention(), backoff=Backoff())
     delivered = 0
 
     def sent(message: Delivered) -> None:

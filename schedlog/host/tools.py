@@ -1,8 +1,9 @@
 """The six host tools bound to the calling session (docs/protocol.md#host-tools).
 
 Every tool returns a value: a view, a list of views, a result, or an error value
-``{"code","message"}``. Storage failures, disposal and unexpected exceptions are
-``internal_error``; the host tools never return ``corrupt_schedule_log``.
+``{"code","message"}``. A write refused by full storage is ``storage_full``; other storage
+failures, disposal and unexpected exceptions are ``internal_error``; the host tools never
+return ``corrupt_schedule_log``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import structlog
 from schedlog.absent import ABSENT
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
+from schedlog.host.storage_full import STORAGE_FULL_VALUE, is_storage_full, store_unavailable
 from schedlog.protocols import HOST
 from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST, check_every_seconds
 from schedlog.rules.records import check_prompt, check_title
@@ -94,16 +96,35 @@ class HostTools:
             return exc.to_value()
         except ScheduleError as exc:
             if exc.code == "internal_error":
-                return dict(INTERNAL_ERROR)
+                return self._failure(name, exc, logged=True)
             return exc.to_value()
         except Exception as exc:
-            _log.error(
-                "tool.failed",
+            return self._failure(name, exc)
+
+    def _failure(self, name: str, exc: Exception, *, logged: bool = False) -> dict[str, Any]:
+        """The value of a tool that failed: ``service_unavailable`` when the store did not
+        answer in time, ``storage_full`` when its disk is full, else ``internal_error`` (logged
+        here unless ``logged``: the service already reported it)."""
+        unavailable = store_unavailable(exc)
+        if unavailable is not None:  # docs/reliability.md#slow-postgresql
+            return {"code": "service_unavailable", "message": str(unavailable)}
+        if is_storage_full(exc):
+            _log.warning(
+                "tool.storage_full",
                 tool=name,
                 error=repr(exc),
-                message=f"schedule: tool {name} failed: {exc!r}",
+                message=f"schedule: tool {name} refused, storage full: {exc!r}",
             )
+            return dict(STORAGE_FULL_VALUE)
+        if logged:
             return dict(INTERNAL_ERROR)
+        _log.error(
+            "tool.failed",
+            tool=name,
+            error=repr(exc),
+            message=f"schedule: tool {name} failed: {exc!r}",
+        )
+        return dict(INTERNAL_ERROR)
 
     def _view(self, record: Any, *, paused: bool = False) -> dict[str, Any]:
         return _view(record, self.service.clock.now_ms(), paused=paused)

@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Match, Route
 
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
+from schedlog.host.storage_full import store_unavailable
 from schedlog.host.tools import HostTools
 from schedlog.mcp.http import MCP_PATH, McpMount
 from schedlog.serve import routes
@@ -113,7 +114,7 @@ async def _schedule_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, ScheduleInputError):
         return error_response(HttpError(exc.code, exc.message))
     state: ServeState = request.app.state.serve
-    if state.service is None or not state.service.running:
+    if state.service is None or not state.service.running or store_unavailable(exc):
         return error_response(HttpError("service_unavailable", exc.message, 503))
     _log.error(
         "request.failed",
@@ -126,6 +127,9 @@ async def _schedule_error(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
+    unavailable = store_unavailable(exc)
+    if unavailable is not None:
+        return error_response(HttpError("service_unavailable", str(unavailable), 503))
     _log.error(
         "request.failed",
         path=request.url.path,

@@ -40,6 +40,7 @@ _STATUS: Final[Mapping[str, int]] = {
     "internal_error": 500,
     "service_unavailable": 503,
     "too_many_clients": 503,
+    "storage_full": 507,
 }
 
 

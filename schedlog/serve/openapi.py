@@ -29,6 +29,7 @@ from schedlog.serve import bodies
 from schedlog.serve.bodies import MAX_PAGE
 from schedlog.serve.preview import PreviewBody, PreviewResult
 from schedlog.serve.routes import MAX_EXPLAIN, STATUSES
+from schedlog.serve.signin import CODE_TTL_S, SigninCode, SigninExchange, SigninToken
 
 __all__ = ["REF", "openapi"]
 
@@ -58,10 +59,11 @@ def _errors(*statuses: str) -> dict[str, Any]:
         "413": "The body is longer than 1 MiB: payload_too_large.",
         "415": "The body is not application/json.",
         "421": "The Host header is not allowed: misdirected_request.",
+        "401-signin": "The code is unknown, expired or already used: signin_code_refused.",
         "422": "A rule input error (invalid_rule, not_future, invalid_time_zone, ...).",
         "503": "The service is starting or stopping, or too many event streams.",
     }
-    return {s: _json(text[s], _ref(bodies.ErrorBody)) for s in statuses}
+    return {s.split("-")[0]: _json(text[s], _ref(bodies.ErrorBody)) for s in statuses}
 
 
 _COMMON: Final = ("400", "401", "421", "503")
@@ -136,6 +138,9 @@ def _tool_paths() -> dict[str, Any]:
             "200": _json("The tool value.", _one_of(success)),
             "422": _json("An input error value.", _ref(ErrorValue)),
             "500": _json("internal_error.", _ref(ErrorValue)),
+            "507": _json(
+                "storage_full: the store's disk is full, nothing was stored.", _ref(ErrorValue)
+            ),
             "503": _json(
                 "The service is stopping.", {"oneOf": [_ref(ErrorValue), _ref(bodies.ErrorBody)]}
             ),
@@ -192,6 +197,9 @@ _BODY_TYPES: Final = (
     bodies.CatalogEntry,
     PreviewBody,
     PreviewResult,
+    SigninExchange,
+    SigninToken,
+    SigninCode,
 )
 
 
@@ -221,6 +229,33 @@ def _pause_paths() -> dict[str, Any]:
     return {f"{base}/pause": {"post": pause}, f"{base}/resume": {"post": resume}}
 
 
+def _signin_paths() -> dict[str, Any]:
+    """The page's one-time sign-in (docs/http-api.md#sign-in): the exchange is open (the code is
+    the credential), issuing a fresh code needs the token."""
+    return {
+        "/v1/signin": {
+            "post": _op(
+                "signin",
+                {"200": _json("The code was live: the bearer token.", _ref(SigninToken))},
+                body=_ref(SigninExchange),
+                secured=False,
+                errors=("400", "401-signin", "421", "503"),
+            )
+        },
+        "/v1/signin/codes": {
+            "post": _op(
+                "signin_code",
+                {
+                    "200": _json(
+                        f"A fresh one-time code, alive {int(CODE_TTL_S)} seconds.",
+                        _ref(SigninCode),
+                    )
+                },
+            )
+        },
+    }
+
+
 @cache
 def openapi() -> dict[str, Any]:
     """The OpenAPI 3.1 document (built once; treat it as read-only)."""
@@ -228,6 +263,7 @@ def openapi() -> dict[str, Any]:
     limit = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}
     paths: dict[str, Any] = {
         **_tool_paths(),
+        **_signin_paths(),
         "/v1/tasks": {
             "get": _op(
                 "catalog",

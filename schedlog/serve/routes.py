@@ -7,6 +7,7 @@ code; every other route answers its result, or ``{"error":{"code","message"}}``.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 from collections.abc import Callable, Mapping
@@ -427,9 +428,16 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    """``GET /readyz``: the store is open and the delivery timer runs (503 otherwise)."""
+    """``GET /readyz``: the store is open and answers, and the delivery timer runs (503
+    otherwise). A store with a server is pinged off the event loop, within its bound
+    (docs/reliability.md#slow-postgresql)."""
     _query(request, ())
-    _service(request)
+    ping = getattr(_service(request).core.store, "ping", None)
+    if ping is not None:
+        try:
+            await asyncio.to_thread(ping)
+        except Exception as exc:
+            raise HttpError("service_unavailable", f"the store does not answer: {exc}") from None
     return json_response(Health("ready"))
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "LocalStore",
     "StoreLock",
     "StoreLockedError",
+    "StoreUnavailableError",
     "StoreWriteError",
     "StoredTask",
     "TaskStore",
@@ -68,6 +69,12 @@ class StoreLockedError(StoreOpenError):
 
 class StoreWriteError(OSError):
     """A task write did not persist; the store is unchanged as far as readers can tell."""
+
+
+class StoreUnavailableError(StoreWriteError):
+    """The store's server did not answer within its bound (docs/reliability.md#slow-postgresql):
+    nothing was acknowledged, and the call may be retried. The service answers
+    ``service_unavailable``."""
 
 
 class TaskStore(Protocol):

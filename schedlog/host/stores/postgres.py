@@ -35,6 +35,7 @@ from schedlog.host.stores.base import StoredTask, StoreWriteError
 from schedlog.host.stores.pg_admin import check_version
 from schedlog.host.stores.pg_claims import PgClaims
 from schedlog.host.stores.pg_conn import configure
+from schedlog.host.stores.pg_deadline import check_connection
 from schedlog.host.stores.pg_rows import (
     CONNECT_TIMEOUT_S,
     StoreConflictError,
@@ -81,7 +82,7 @@ class PostgresTaskStore(PgClaims):
                     "application_name": owner,
                 },
                 configure=configure,
-                check=ConnectionPool.check_connection,
+                check=check_connection,
                 open=False,
             )
             pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -93,12 +94,17 @@ class PostgresTaskStore(PgClaims):
             raise
         return cls(url, pool, lock, owner)
 
+    def ping(self) -> None:
+        """One round trip to the server (``/readyz``), bounded like every query; raises when
+        it does not answer (docs/reliability.md#slow-postgresql)."""
+        self._read(lambda c: c.execute("SELECT 1").fetchone())
+
     # --- reads ----------------------------------------------------------------------------
 
     def tasks(self) -> Iterator[StoredTask]:
         """Every valid task in storage order, streamed through a server-side cursor."""
         with (
-            self._pool.connection() as conn,
+            self.connection() as conn,
             conn.transaction(),
             conn.cursor(name="schedlog_tasks") as cur,
         ):
@@ -138,7 +144,7 @@ class PostgresTaskStore(PgClaims):
         """``(next_at, seq, id)`` of active rows from the columns, in storage order. A row
         that does not decode may be listed; :meth:`get` then finds nothing for it."""
         with (
-            self._pool.connection() as conn,
+            self.connection() as conn,
             conn.transaction(),
             conn.cursor(name="schedlog_targets") as cur,
         ):

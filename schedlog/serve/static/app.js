@@ -34,6 +34,16 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/** User text (a title, an id) as an isolated, clipped inline: its bidi controls stay inside. */
+function userText(text) {
+  return el("bdi", { dir: "auto", class: "user-text", text });
+}
+
+/** User text inside plain text (a status line): wrapped in FSI ... PDI (U+2068, U+2069). */
+function isolated(text) {
+  return `\u2068${text}\u2069`;
+}
+
 function show(section) {
   for (const id of ["signin", "catalog", "detail"]) $(id).hidden = id !== section;
   $("sign-out").hidden = section === "signin";
@@ -718,7 +728,11 @@ $("resume").addEventListener("click", () => pauseOrResume(true));
 $("delete").addEventListener("click", () => {
   if (!state.detail) return;
   const entry = state.detail.entry;
-  $("confirm-text").textContent = `Delete the reminder “${entry.title}” (${entry.id}) of session ${entry.sessionId}? This cannot be undone; a message already delivered stays in the session.`;
+  // Each piece of user text in its own <bdi dir=auto>: a bidi override (U+202E) in a title
+  // cannot reorder the rest of the question (docs/operations.md#web-page).
+  $("confirm-text").replaceChildren(
+    "Delete the reminder “", userText(entry.title), "” (", userText(entry.id), ") of session ",
+    userText(entry.sessionId), "? This cannot be undone; a message already delivered stays in the session.");
   $("confirm").returnValue = "";
   $("confirm").showModal();
 });
@@ -737,7 +751,7 @@ $("confirm").addEventListener("close", async () => {
     return;
   }
   state.detail = null;
-  state.flash = `Deleted “${d.entry.title}”.`;
+  state.flash = `Deleted “${isolated(d.entry.title)}”.`;
   location.hash = "#/";
 });
 
