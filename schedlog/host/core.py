@@ -466,7 +466,7 @@ class HostCore:
                 if send is not None:
                     send(plan)
                 delivered_at = now()
-                sent = plan.outgoing.delivered
+                sent = plan.outgoing.delivered._replace(delivered_at=delivered_at)
                 crashpoint("host.after_followup")
             for st, decision in plan.members:
                 at = delivered_at if delivered_at is not None else now()

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar, cast
 
@@ -21,6 +22,7 @@ from schedlog.absent import ABSENT
 from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.diagnostics import failure_fields
 from schedlog.errors import ScheduleError
+from schedlog.host.batch import BatchDelivery, Outcome, batchable, burst_summary, chunks
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
 from schedlog.host.core import CHANGED, HostCore, Outgoing
@@ -130,6 +132,12 @@ class HostService:
             and store.writes_from_any_thread
         ):
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="schedlog-writer")
+        #: Batched delivery to session logs (docs/operations.md#burst-sizing), when allowed.
+        self._batch = (
+            BatchDelivery(self.core, clock.now_ms)
+            if post is None and batchable(self.core)
+            else None
+        )
         self._stopping = False
         self._closed = False
         self._wake = asyncio.Event()
@@ -430,21 +438,39 @@ class HostService:
             return [], set()
         sent: list[Delivered] = []
         failed: set[str] = set()
-        for group in groups:
-            try:
-                delivered = await self._deliver(group)
-            except GroupFailed as exc:
-                self._unacknowledged(exc)
-                self._record_failure(exc)
+        async for outcome in self._outcomes(groups):
+            if isinstance(outcome, GroupFailed):
+                self._unacknowledged(outcome)
+                self._record_failure(outcome)
                 failure_time = self.clock.now_ms()
-                for task_id in exc.ids:
+                for task_id in outcome.ids:
                     st = self.core.store.get(task_id)
                     if st is not None and st.task.record.scheduled_at <= failure_time:
                         failed.add(task_id)
                 continue
-            if delivered is not None:
-                sent.append(delivered)
+            if outcome is not None:
+                sent.append(outcome)
+        burst_summary(sent)
         return sent, failed
+
+    async def _outcomes(self, groups: Sequence[Group]) -> AsyncIterator[Outcome]:
+        """Each group's delivery, in order: batched runs (schedlog.host.batch) when this host
+        may batch, else one group per FIFO slot."""
+        if self._batch is None:
+            for group in groups:
+                try:
+                    yield await self._deliver(group)
+                except GroupFailed as exc:
+                    yield exc
+            return
+        batch = self._batch
+        for run in chunks(groups):
+            outcomes = await self._submit_awaiting(functools.partial(batch.deliver, run))
+            for outcome in outcomes:
+                if isinstance(outcome, Delivered):
+                    for listener in list(self._delivery_listeners):
+                        listener(outcome)
+                yield outcome
 
     async def tick(self) -> list[Delivered]:
         """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except
@@ -524,6 +550,8 @@ class HostService:
         await asyncio.gather(self._worker, return_exceptions=True)
         if self._writer is not None:  # idle: the FIFO has drained
             self._writer.shutdown(wait=True)
+        if self._batch is not None:
+            self._batch.close()
         self.core.store.close()
         self._closed = True
 
