@@ -37,6 +37,7 @@ from schedlog.host.changes import TaskChange
 from schedlog.host.core import MSG_BARRIER, HostCore, _Plan
 from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member
 from schedlog.host.due import LocalTimerIndex
+from schedlog.host.sessions import SessionHandle
 from schedlog.host.stores.base import StoredTask, WritesFromAnyThread
 from schedlog.host.task import Task
 
@@ -45,6 +46,7 @@ __all__ = [
     "PARALLEL_FROM",
     "POOL_THREADS",
     "BatchDelivery",
+    "DueSnapshot",
     "Outcome",
     "ReplacesMany",
     "batchable",
@@ -52,9 +54,9 @@ __all__ = [
 ]
 
 #: The most due tasks one batched pass takes (one FIFO slot, one store transaction).
-MAX_BATCH_TASKS: Final = 2_000
+MAX_BATCH_TASKS: Final = 5_000
 #: Threads that append to session logs in parallel (their ``fsync``\\ s overlap).
-POOL_THREADS: Final = 4
+POOL_THREADS: Final = 8
 #: The fewest sessions in a run for which the appends and the commit leave the loop.
 PARALLEL_FROM: Final = 8
 
@@ -84,25 +86,56 @@ def batchable(core: HostCore) -> bool:
 
 
 def chunks(groups: Sequence[Group], limit: int = MAX_BATCH_TASKS) -> list[list[Group]]:
-    """``groups`` in order, cut into runs of at most ``limit`` members (a group larger than
-    ``limit`` is a run of its own: a group is never split)."""
+    """``groups`` cut into runs of about ``limit`` members, a session's groups kept together
+    and in order (so each session costs one barrier per pass, not one per run). Sessions come
+    in order of their first group; a session with more than ``limit`` members is split between
+    runs in order; a group is never split. Only the order inside a session is the protocol's:
+    sessions are independent logs."""
+    by_session: dict[str, list[Group]] = {}
+    for group in groups:
+        by_session.setdefault(group.session_id, []).append(group)
     out: list[list[Group]] = []
     run: list[Group] = []
     size = 0
-    for group in groups:
-        if run and size + len(group.ids) > limit:
-            out.append(run)
-            run, size = [], 0
-        run.append(group)
-        size += len(group.ids)
+    for session_groups in by_session.values():
+        for group in session_groups:
+            if run and size + len(group.ids) > limit:
+                out.append(run)
+                run, size = [], 0
+            run.append(group)
+            size += len(group.ids)
     if run:
         out.append(run)
     return out
 
 
+class DueSnapshot:
+    """The due tasks a drive pass scanned, trusted until a durable write reports one of them
+    changed (then it is read again): a batched pass decodes each due task once, not twice.
+    Every write of a local store goes through the FIFO and reports its change, and the runs of
+    a pass read here only inside their FIFO slot. :meth:`close` stops listening."""
+
+    def __init__(self, core: HostCore, due: Sequence[StoredTask]) -> None:
+        self._tasks = {st.task.id: st for st in due}
+        self._changed: set[str] = set()
+        self._read = core.store.get
+        self.close = core.subscribe_changes(lambda change: self._changed.add(change.id))
+
+    def get(self, task_id: str) -> StoredTask | None:
+        st = self._tasks.get(task_id)
+        if st is None or task_id in self._changed:
+            return self._read(task_id)
+        return st
+
+
 class _Session(NamedTuple):
+    """One session's part of a run: its planned groups, the outcomes already known (nothing to
+    send, or a failure before the append), and the append's failure."""
+
     session_id: str
     plans: list[_Plan]
+    outcomes: dict[int, Outcome]
+    error: BaseException | None
 
 
 class BatchDelivery:
@@ -119,71 +152,92 @@ class BatchDelivery:
         """Stop the pool (the FIFO has drained: nothing runs on it)."""
         self._pool.shutdown(wait=True)
 
-    async def deliver(self, groups: Sequence[Group]) -> list[Outcome]:
+    async def deliver(self, groups: Sequence[Group], due: DueSnapshot) -> list[Outcome]:
         """Deliver one run of groups (call from its FIFO slot); an outcome per group, in
-        order."""
-        outcomes: dict[int, Outcome] = {}
-        sessions = self._plan(groups, outcomes)
+        order. Members are read from ``due`` (the pass's scan) unless a write touched them."""
+        by_session: dict[str, list[Group]] = {}
+        for group in groups:
+            by_session.setdefault(group.session_id, []).append(group)
         loop = asyncio.get_running_loop()
         # A small run stays on the loop: a thread hop costs more than it saves there.
-        threaded = len(sessions) >= PARALLEL_FROM
+        threaded = len(by_session) >= PARALLEL_FROM
         if threaded:
-            appended = await asyncio.gather(
-                *(loop.run_in_executor(self._pool, _append, s) for s in sessions)
+            await loop.run_in_executor(self._pool, self._touch, list(by_session))
+            sessions = await asyncio.gather(
+                *(
+                    loop.run_in_executor(self._pool, self._session, sid, session_groups, due.get)
+                    for sid, session_groups in by_session.items()
+                )
             )
         else:
-            appended = [_append(s) for s in sessions]
-        durable: list[_Session] = []
-        for session, error in zip(sessions, appended, strict=True):
-            if error is None:
-                durable.append(session)
+            self._touch(list(by_session))
+            sessions = [self._session(sid, g, due.get) for sid, g in by_session.items()]
+        outcomes: dict[int, Outcome] = {}
+        durable: list[_Plan] = []
+        for session in sessions:
+            outcomes.update(session.outcomes)
+            if session.error is None:
+                durable.extend(session.plans)
                 continue
             self.core.sessions.discard(session.session_id)
             for plan in session.plans:
-                outcomes[id(plan.group)] = GroupFailed(_planned_ids(plan), error)
+                outcomes[id(plan.group)] = GroupFailed(_planned_ids(plan), session.error)
         delivered_at = self.now()
-        commits = [
-            (plan, _commits(plan, delivered_at, self.core)) for s in durable for plan in s.plans
-        ]
-        tasks = [task for _, pairs in commits for _, task in pairs]
         try:
-            if tasks and threaded:
-                await loop.run_in_executor(self._pool, _commit_all, self.core, tasks)
-            elif tasks:
-                _commit_all(self.core, tasks)
-        except Exception as exc:
-            for session in durable:
-                self.core.sessions.discard(session.session_id)
-            for plan, _ in commits:
-                outcomes[id(plan.group)] = GroupFailed(_planned_ids(plan), exc)
-        else:
-            changes: list[TaskChange] = []
-            for plan, pairs in commits:
-                for st, task in pairs:
-                    self.core.due_tasks.reindex(StoredTask(st.seq, task))
-                    changes.append(TaskChange(task.id, task.session_id, "delivered"))
-                sent = plan.outgoing
-                outcomes[id(plan.group)] = (
-                    None if sent is None else sent.delivered._replace(delivered_at=delivered_at)
+            if threaded:
+                commits = await loop.run_in_executor(
+                    self._pool, _commit_all, self.core, durable, delivered_at
                 )
-            self.core.notify(changes)
+            else:
+                commits = _commit_all(self.core, durable, delivered_at)
+        except Exception as exc:
+            for session in sessions:
+                self.core.sessions.discard(session.session_id)
+            for plan in durable:
+                outcomes[id(plan.group)] = GroupFailed(_planned_ids(plan), exc)
+            return [outcomes.get(id(group)) for group in groups]
+        changes: list[TaskChange] = []
+        for plan, pairs in zip(durable, commits, strict=True):
+            for st, task in pairs:
+                self.core.due_tasks.reindex(StoredTask(st.seq, task))
+                changes.append(TaskChange(task.id, task.session_id, "delivered"))
+            sent = plan.outgoing
+            outcomes[id(plan.group)] = (
+                None if sent is None else sent.delivered._replace(delivered_at=delivered_at)
+            )
+        self.core.notify(changes)
         return [outcomes.get(id(group)) for group in groups]
 
-    def _plan(self, groups: Sequence[Group], outcomes: dict[int, Outcome]) -> list[_Session]:
-        """Plan every group on the loop (reads only); sessions in order of their first group."""
-        by_session: dict[str, _Session] = {}
-        for group in groups:
-            try:
-                plan = self.core._plan(group, self.now)
-            except GroupFailed as exc:
-                outcomes[id(group)] = exc
-                continue
-            if plan is None:
-                outcomes[id(group)] = None
-                continue
-            session = by_session.setdefault(group.session_id, _Session(group.session_id, []))
-            session.plans.append(plan)
-        return list(by_session.values())
+    def _touch(self, session_ids: list[str]) -> None:
+        """The legacy warnings of sessions seen for the first time, one after another."""
+        for session_id in session_ids:
+            self.core.touch_session(session_id)
+
+    def _session(
+        self, session_id: str, groups: list[Group], get: Callable[[str], StoredTask | None]
+    ) -> _Session:
+        """One session's part of the run (on a pool thread when threaded): resolve its log,
+        plan its groups in order, append their follow-ups, then one barrier. A failure fails
+        every group of the session (their ``error``); nothing about it is committed."""
+        core = self.core
+        session = _Session(session_id, [], {}, None)
+        try:
+            handle = core.sessions.resolve(session_id)
+        except Exception as exc:
+            unresolved: dict[int, Outcome] = {id(g): GroupFailed(g.ids, exc) for g in groups}
+            return session._replace(outcomes=unresolved)
+        try:
+            for group in groups:
+                plan = core._plan_members(group, handle, self.now, get)
+                if plan is None:
+                    session.outcomes[id(group)] = None
+                else:
+                    session.plans.append(plan)
+        except Exception as exc:
+            core.sessions.discard(session_id)
+            failed: dict[int, Outcome] = {id(g): GroupFailed(g.ids, exc) for g in groups}
+            return session._replace(plans=[], outcomes=failed)
+        return session._replace(error=_append(handle, session.plans))
 
 
 def _planned_ids(plan: _Plan) -> tuple[str, ...]:
@@ -191,37 +245,41 @@ def _planned_ids(plan: _Plan) -> tuple[str, ...]:
     return tuple(i for i in plan.group.ids if i in planned)
 
 
-def _append(session: _Session) -> BaseException | None:
-    """Append a session's follow-ups in group order, then one barrier (on a pool thread).
-    Returns the failure, if any, instead of raising it."""
+def _append(handle: SessionHandle, plans: list[_Plan]) -> BaseException | None:
+    """Append the follow-ups of ``plans`` in order, then one barrier. Returns the failure, if
+    any, instead of raising it."""
     try:
-        handle = None
-        for plan in session.plans:
-            if plan.outgoing is not None:
-                handle = plan.session
-                handle.append(plan.outgoing.event)
-        if handle is not None and not handle.flush():
-            raise ScheduleError("internal_error", MSG_BARRIER)
+        if any(plan.outgoing is not None for plan in plans):
+            for plan in plans:
+                if plan.outgoing is not None:
+                    handle.append(plan.outgoing.event)
+            if not handle.flush():
+                raise ScheduleError("internal_error", MSG_BARRIER)
         crashpoint("batch.after_session")
     except Exception as exc:
         return exc
     return None
 
 
-def _commits(plan: _Plan, delivered_at: int, core: HostCore) -> list[tuple[StoredTask, Task]]:
-    """Each planned member with the task its delivery commit writes."""
-    return [
-        (st, commit_member(st.task, decision, plan.ids[st.task.id], delivered_at, core.retention))
-        for st, decision in plan.members
+def _commit_all(
+    core: HostCore, plans: list[_Plan], delivered_at: int
+) -> list[list[tuple[StoredTask, Task]]]:
+    """The run's one store transaction: each plan's members with the tasks their delivery
+    commits write (docs/protocol.md#host-delivery step 3.7)."""
+    commits = [
+        [
+            (st, commit_member(st.task, d, plan.ids[st.task.id], delivered_at, core.retention))
+            for st, d in plan.members
+        ]
+        for plan in plans
     ]
-
-
-def _commit_all(core: HostCore, tasks: list[Task]) -> None:
-    """The batch's one store transaction (on a pool thread)."""
-    store = core.store
-    assert isinstance(store, ReplacesMany)
-    crashpoint("batch.before_commit")
-    store.replace_many(tasks)
+    tasks = [task for pairs in commits for _, task in pairs]
+    if tasks:
+        store = core.store
+        assert isinstance(store, ReplacesMany)
+        crashpoint("batch.before_commit")
+        store.replace_many(tasks)
+    return commits
 
 
 def burst_summary(sent: Sequence[Delivered]) -> None:

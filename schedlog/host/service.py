@@ -1,9 +1,9 @@
 """The asyncio host service (docs/concepts.md#host-service, docs/protocol.md#host-delivery).
 
-:class:`HostService` runs over a :class:`~schedlog.host.core.HostCore`: the asyncio FIFO (one
-worker runs create / update / delete / archive stop / delivery groups in arrival order), group
-commit of consecutive creates, reads that do not queue, cancellation, disposal, and the host
-timer over an injected :class:`Clock`.
+:class:`HostService` runs over a :class:`~schedlog.host.core.HostCore`: the operations over the
+asyncio FIFO (:class:`~schedlog.host.fifo.WriteFifo`: one worker runs create / update / delete /
+archive stop / delivery groups in arrival order, with group commit of consecutive creates), reads
+that do not queue, cancellation, disposal, and the host timer over an injected :class:`Clock`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, TypeVar
 
 import structlog
 
@@ -22,20 +20,23 @@ from schedlog.absent import ABSENT
 from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.diagnostics import failure_fields
 from schedlog.errors import ScheduleError
-from schedlog.host.batch import BatchDelivery, Outcome, batchable, burst_summary, chunks
+from schedlog.host.batch import (
+    BatchDelivery,
+    DueSnapshot,
+    Outcome,
+    batchable,
+    burst_summary,
+    chunks,
+)
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
 from schedlog.host.core import CHANGED, HostCore, Outgoing
 from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
+from schedlog.host.fifo import WriteFifo
 from schedlog.host.limits import check_session_id
 from schedlog.host.retry import Backoff
 from schedlog.host.sessions import SessionController
-from schedlog.host.stores.base import (
-    InsertsMany,
-    StoredTask,
-    TaskStore,
-    WritesFromAnyThread,
-)
+from schedlog.host.stores.base import StoredTask, TaskStore
 from schedlog.host.task import Task, TaskIdSource, new_task, new_task_id
 from schedlog.rules.record import Record
 from schedlog.rules.records import build_record, validate_host_create_args
@@ -74,20 +75,6 @@ class ServiceStopping(ScheduleError):
         super().__init__("internal_error", MSG_STOPPING)
 
 
-#: The most creates one group commit takes.
-MAX_BATCH: Final = 512
-
-
-class _InsertBatch:
-    """Consecutive creates that share one FIFO slot and one durable write (group commit)."""
-
-    def __init__(self) -> None:
-        self.tasks: list[Task] = []
-        self.waiters: list[asyncio.Task[Any] | None] = []
-        self.started = False
-        self.future: asyncio.Future[None] | None = None
-
-
 class HostService:
     """The asyncio host service over a :class:`HostCore`.
 
@@ -118,20 +105,6 @@ class HostService:
         #: wanting deterministic ids) passes its own source.
         self.task_ids = task_ids
         self._auto = auto_drive
-        self._queue: asyncio.Queue[tuple[Callable[[], Any], asyncio.Future[Any]]] = asyncio.Queue()
-        self._open_batch: _InsertBatch | None = None
-        #: Group commit (docs/decisions.md "Group commit off the event loop"): creates share one
-        #: write when the store can append several at once, and that write runs on a writer
-        #: thread of its own when the store allows it, so the loop keeps reading requests (and
-        #: filling the next batch) while a batch commits.
-        self._inserts_many = isinstance(store, InsertsMany)
-        self._writer: ThreadPoolExecutor | None = None
-        if (
-            self._inserts_many
-            and isinstance(store, WritesFromAnyThread)
-            and store.writes_from_any_thread
-        ):
-            self._writer = ThreadPoolExecutor(1, thread_name_prefix="schedlog-writer")
         #: Batched delivery to session logs (docs/operations.md#burst-sizing), when allowed.
         self._batch = (
             BatchDelivery(self.core, clock.now_ms)
@@ -140,12 +113,13 @@ class HostService:
         )
         self._stopping = False
         self._closed = False
+        #: Writes, delivery groups and archive stop, one at a time in arrival order.
+        self._fifo = WriteFifo(self.core, self._check_open)
         self._wake = asyncio.Event()
         self._drive_pending = auto_drive  # overdue tasks found at start-up are driven at once
         self._failed: set[str] = set()
         self._scan_failed = False
         self._delivery_listeners: list[Callable[[Delivered], None]] = []
-        self._worker = asyncio.get_running_loop().create_task(self._run_fifo())
         self._timer: asyncio.Task[None] | None = None
         if auto_drive:
             self.core.drive_requested = self.request_drive
@@ -171,93 +145,18 @@ class HostService:
     @property
     def running(self) -> bool:
         """Open and, when it drives itself, with its timer alive (``/readyz``)."""
-        if self._stopping or self._worker.done():
+        if self._stopping or self._fifo.worker.done():
             return False
         return self._timer is None or not self._timer.done()
 
     # --- the FIFO --------------------------------------------------------------------------
 
-    async def _run_fifo(self) -> None:
-        while True:
-            fn, future = await self._queue.get()
-            try:
-                if future.cancelled():  # cancelled while queued: its slot writes nothing
-                    continue
-                try:
-                    result = fn()
-                    if inspect.isawaitable(result):  # a slot that awaits its sink
-                        result = await result
-                except BaseException as exc:
-                    if not future.done():
-                        future.set_exception(exc)
-                else:
-                    if not future.done():
-                        future.set_result(result)
-            finally:
-                self._queue.task_done()
-
-    def _enqueue(self, fn: Callable[[], T]) -> asyncio.Future[T]:
-        self._check_open()
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((fn, future))
-        return future
-
     async def _submit(self, fn: Callable[[], T]) -> T:
-        future = self._enqueue(fn)
-        self._open_batch = None  # a create after this slot must not run before it
-        return await future
-
-    async def _insert(self, task: Task) -> None:
-        """Queue the insert of a new task. Consecutive creates (nothing else queued between
-        them) share one slot and one durable write when the store supports it; each create
-        still returns only after that write. A create cancelled before its slot starts
-        writes nothing."""
-        if not self._inserts_many:
-            await self._submit(lambda: self.core.insert(task))
-            return
-        batch = self._open_batch
-        if batch is None or len(batch.tasks) >= MAX_BATCH:
-            batch = _InsertBatch()
-            # The slot may return an awaitable (the write on the writer thread): the worker
-            # awaits it before the next slot, as for _submit_awaiting.
-            slot = cast(Callable[[], None], lambda: self._run_batch(batch))
-            batch.future = self._enqueue(slot)
-            self._open_batch = batch
-        batch.tasks.append(task)
-        batch.waiters.append(asyncio.current_task())
-        assert batch.future is not None
-        await asyncio.shield(batch.future)
-
-    def _run_batch(self, batch: _InsertBatch) -> Awaitable[None] | None:
-        """The FIFO slot of a batch: its write, on the writer thread when there is one (the
-        slot, and so the FIFO, waits for the commit; the loop does not)."""
-        batch.started = True
-        if self._open_batch is batch:
-            self._open_batch = None
-        # A create whose caller was cancelled while the slot was queued writes nothing.
-        kept = [
-            task
-            for task, waiter in zip(batch.tasks, batch.waiters, strict=True)
-            if waiter is None or not (waiter.cancelling() or waiter.done())
-        ]
-        if not kept:
-            return None
-        if self._writer is None:
-            self.core.insert_many(kept)
-            return None
-        return self._insert_on_writer(kept)
-
-    async def _insert_on_writer(self, tasks: list[Task]) -> None:
-        store = self.core.store
-        assert isinstance(store, InsertsMany) and self._writer is not None
-        loop = asyncio.get_running_loop()
-        seqs = await loop.run_in_executor(self._writer, store.insert_many, tasks)
-        self.core.inserted(tasks, seqs)
+        return await self._fifo.submit(fn)
 
     async def _submit_awaiting(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """:meth:`_submit` for a slot that awaits (its sink): the worker awaits what ``fn``
-        returns before it takes the next slot, so the slot stays one step of the FIFO."""
-        return await self._submit(cast(Callable[[], T], fn))
+        """:meth:`_submit` for a slot that awaits its sink (:meth:`WriteFifo.submit_awaiting`)."""
+        return await self._fifo.submit_awaiting(fn)
 
     def _check_open(self) -> None:
         if self._stopping:
@@ -277,7 +176,7 @@ class HostService:
         now = self.clock.now_ms()  # before queueing: a create may already be due when it lands
         record = build_record(request, id=task_id, now=now)
         task = new_task(session_id, record)
-        await self._insert(task)
+        await self._fifo.insert(task)
         return record
 
     async def update(
@@ -438,7 +337,7 @@ class HostService:
             return [], set()
         sent: list[Delivered] = []
         failed: set[str] = set()
-        async for outcome in self._outcomes(groups):
+        async for outcome in self._outcomes(groups, due):
             if isinstance(outcome, GroupFailed):
                 self._unacknowledged(outcome)
                 self._record_failure(outcome)
@@ -453,7 +352,9 @@ class HostService:
         burst_summary(sent)
         return sent, failed
 
-    async def _outcomes(self, groups: Sequence[Group]) -> AsyncIterator[Outcome]:
+    async def _outcomes(
+        self, groups: Sequence[Group], due: Sequence[StoredTask]
+    ) -> AsyncIterator[Outcome]:
         """Each group's delivery, in order: batched runs (schedlog.host.batch) when this host
         may batch, else one group per FIFO slot."""
         if self._batch is None:
@@ -464,13 +365,17 @@ class HostService:
                     yield exc
             return
         batch = self._batch
-        for run in chunks(groups):
-            outcomes = await self._submit_awaiting(functools.partial(batch.deliver, run))
-            for outcome in outcomes:
-                if isinstance(outcome, Delivered):
-                    for listener in list(self._delivery_listeners):
-                        listener(outcome)
-                yield outcome
+        snapshot = DueSnapshot(self.core, due)
+        try:
+            for run in chunks(groups):
+                deliver = functools.partial(batch.deliver, run, snapshot)
+                for outcome in await self._submit_awaiting(deliver):
+                    if isinstance(outcome, Delivered):
+                        for listener in list(self._delivery_listeners):
+                            listener(outcome)
+                    yield outcome
+        finally:
+            snapshot.close()
 
     async def tick(self) -> list[Delivered]:
         """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except
@@ -545,12 +450,8 @@ class HostService:
         if self._timer is not None:
             self._timer.cancel()
             await asyncio.gather(self._timer, return_exceptions=True)
-        await self._queue.join()
-        self._worker.cancel()
-        await asyncio.gather(self._worker, return_exceptions=True)
-        if self._writer is not None:  # idle: the FIFO has drained
-            self._writer.shutdown(wait=True)
-        if self._batch is not None:
+        await self._fifo.aclose()
+        if self._batch is not None:  # idle: the FIFO has drained
             self._batch.close()
         self.core.store.close()
         self._closed = True

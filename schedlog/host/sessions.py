@@ -9,6 +9,7 @@ first delivery: the stand-in for restoring a cold session.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -95,14 +96,16 @@ class SessionsDirectory:
         self.directory = Path(directory)
         self._open: dict[str, LogAppender] = {}
         self._dir_fd: int | None = None
+        self._dir_lock = threading.Lock()
 
     def _directory_fd(self) -> int:
         """The sessions directory, created if missing, opened once: every log is opened under
         it with ``O_NOFOLLOW`` (docs/protocol.md#session-log)."""
-        if self._dir_fd is None:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._dir_fd = os.open(self.directory, _DIRECTORY_FLAGS)
-        return self._dir_fd
+        with self._dir_lock:  # batched delivery resolves sessions on several threads
+            if self._dir_fd is None:
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._dir_fd = os.open(self.directory, _DIRECTORY_FLAGS)
+            return self._dir_fd
 
     def path_of(self, session_id: str) -> Path:
         """``DIR/<enc(S)>.jsonl``, always a plain name inside ``DIR`` (``enc`` leaves no ``/``,
