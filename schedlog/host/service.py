@@ -366,16 +366,20 @@ class HostService:
             return
         batch = self._batch
         snapshot = DueSnapshot(self.core, due)
+        outcomes: dict[int, Outcome] = {}
         try:
-            for run in chunks(groups):
+            for run in chunks(groups):  # runs packed by session: reported in group order
                 deliver = functools.partial(batch.deliver, run, snapshot)
-                for outcome in await self._submit_awaiting(deliver):
-                    if isinstance(outcome, Delivered):
-                        for listener in list(self._delivery_listeners):
-                            listener(outcome)
-                    yield outcome
+                ran = await self._submit_awaiting(deliver)
+                outcomes.update(zip(map(id, run), ran, strict=True))
         finally:
             snapshot.close()
+        for group in groups:
+            outcome = outcomes.get(id(group))
+            if isinstance(outcome, Delivered):
+                for listener in list(self._delivery_listeners):
+                    listener(outcome)
+            yield outcome
 
     async def tick(self) -> list[Delivered]:
         """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except
