@@ -144,6 +144,8 @@ class BatchDelivery:
     def __init__(self, core: HostCore, now: Callable[[], int], threads: int = POOL_THREADS) -> None:
         self.core = core
         self.now = now
+        #: The fewest sessions in a run for which it leaves the loop (:data:`PARALLEL_FROM`).
+        self.parallel_from = PARALLEL_FROM
         self._pool: ThreadPoolExecutor = ThreadPoolExecutor(
             max(1, threads), thread_name_prefix="schedlog-batch"
         )
@@ -160,7 +162,7 @@ class BatchDelivery:
             by_session.setdefault(group.session_id, []).append(group)
         loop = asyncio.get_running_loop()
         # A small run stays on the loop: a thread hop costs more than it saves there.
-        threaded = len(by_session) >= PARALLEL_FROM
+        threaded = len(by_session) >= self.parallel_from
         if threaded:
             await loop.run_in_executor(self._pool, self._touch, list(by_session))
             sessions = await asyncio.gather(
