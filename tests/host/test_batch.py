@@ -245,3 +245,23 @@ def test_a_write_after_the_scan_is_seen_by_the_batch(tmp_path: Path) -> None:
         assert b"schedule-0" in log and b"schedule-1" not in log and b"schedule-2" not in log
     finally:
         side.close()
+
+
+def test_lateness_and_the_burst_line() -> None:
+    from structlog.testing import capture_logs
+
+    from schedlog.eventlog.followups import Member
+    from schedlog.host.batch import burst_summary
+
+    late = Delivered("s-1", "m-1", "t", (Member("a", T0 + 500), Member("b", T0)), T0 + 1_250)
+    early = Delivered("<s-2>", "m-2", "t", (Member("c", T0 + 2_000),), T0 + 1_000)
+    assert late.lateness_ms() == 1_250  # from the earliest member
+    assert early.lateness_ms() == 0  # never negative
+    assert Delivered("s-1", "m-3", "t", (Member("d", T0),)).lateness_ms() is None
+    with capture_logs() as logs:
+        burst_summary([late])  # one message: no burst line
+        burst_summary([late, early])
+    (line,) = logs
+    assert line["event"] == "delivery.burst"
+    assert (line["reminders"], line["sessions"], line["messages"]) == (3, 2, 2)
+    assert line["worstLatenessMs"] == 1_250
