@@ -54,9 +54,9 @@ __all__ = [
 ]
 
 #: The most due tasks one batched pass takes (one FIFO slot, one store transaction).
-MAX_BATCH_TASKS: Final = 5_000
+MAX_BATCH_TASKS: Final = 1_000
 #: Threads that append to session logs in parallel (their ``fsync``\\ s overlap).
-POOL_THREADS: Final = 8
+POOL_THREADS: Final = 4
 #: The fewest sessions in a run for which the appends and the commit leave the loop.
 PARALLEL_FROM: Final = 8
 
