@@ -5,16 +5,17 @@ When many reminders fall due together, delivering them one group at a time costs
 with its ``fsync`` and one store transaction per group. A batched pass delivers up to
 :data:`MAX_BATCH_TASKS` due tasks in one FIFO slot instead:
 
-1. **Plan** (on the loop): every group is planned as :meth:`HostCore.deliver_group` plans it
-   (the same members, occurrences, message ids and recovery from what the log already holds).
-2. **Append** (on a small thread pool, off the loop): each session's follow-ups are appended in
-   group order and made durable by one barrier; sessions run in parallel so their ``fsync``\\ s
-   overlap. A session whose append or barrier fails fails all its groups, and its cached log is
+1. **Per session** (on a small thread pool when the run has :data:`PARALLEL_FROM` sessions or
+   more, else on the loop): the session's log is resolved, its groups are planned as
+   :meth:`HostCore.deliver_group` plans them (the same members, occurrences, message ids and
+   recovery from what the log already holds), their follow-ups are appended in group order and
+   made durable by one barrier. Sessions run in parallel, so their ``fsync``\\ s overlap. A
+   session whose planning, append or barrier fails fails all its groups, and its cached log is
    dropped, so the next pass re-reads what was written (recovered, never sent twice).
-3. **Commit** (on the pool): every member of every session that was made durable is committed
-   in one store transaction (:class:`ReplacesMany`). A failed commit fails every group of the
-   batch; the logs hold the follow-ups, so the next pass recovers them.
-4. **Index and report** (on the loop): the timer index and change listeners are updated.
+2. **Commit** (on the pool when threaded): every member of every session that was made
+   durable is committed in one store transaction (:class:`ReplacesMany`). A failed commit
+   fails every group of the run; the logs hold the follow-ups, so the next pass recovers them.
+3. **Index and report** (on the loop): the timer index and change listeners are updated.
 
 The one-group path (:meth:`HostCore.deliver_group`) stays the readable reference: a batched
 pass leaves the same session logs, byte for byte, and the same store (tests/host/test_batch.py).
