@@ -230,7 +230,10 @@ async def run_host(
         nonlocal delivered
         delivered += 1
         log.info(
-            "delivery.sent", **sent_fields(message.session_id, message.message_id, message.members)
+            "delivery.sent",
+            **sent_fields(
+                message.session_id, message.message_id, message.members, message.lateness_ms()
+            ),
         )
 
     service.subscribe_deliveries(sent)

@@ -446,7 +446,13 @@ class HostCore:
                 sending.cancel()
                 await asyncio.gather(sending, return_exceptions=True)
 
-    def _plan(self, group: Group, now: Callable[[], int]) -> _Plan | None:
+    def _plan(
+        self,
+        group: Group,
+        now: Callable[[], int],
+        get: Callable[[str], StoredTask | None] | None = None,
+    ) -> _Plan | None:
+        """Plan a group's delivery; ``get`` reads its members (the store's own by default)."""
         session_id = group.session_id
         self.touch_session(session_id)
         try:
@@ -454,19 +460,23 @@ class HostCore:
         except Exception as exc:
             raise GroupFailed(group.ids, exc) from exc
         try:
-            return self._plan_members(group, session, now)
+            return self._plan_members(group, session, now, get or self.store.get)
         except Exception as exc:
             self.sessions.discard(session_id)
             raise GroupFailed(group.ids, exc) from exc
 
     def _plan_members(
-        self, group: Group, session: SessionHandle, now: Callable[[], int]
+        self,
+        group: Group,
+        session: SessionHandle,
+        now: Callable[[], int],
+        get: Callable[[str], StoredTask | None],
     ) -> _Plan | None:
         session_id = group.session_id
         decision_time = now()
         members: list[tuple[StoredTask, Decision]] = []
         for task_id in group.ids:
-            st = self.store.get(task_id)
+            st = get(task_id)
             if (
                 st is None
                 or not st.task.active
@@ -529,7 +539,7 @@ class HostCore:
                 if send is not None:
                     send(plan)
                 delivered_at = now()
-                sent = plan.outgoing.delivered
+                sent = plan.outgoing.delivered._replace(delivered_at=delivered_at)
                 crashpoint("host.after_followup")
             for st, decision in plan.members:
                 at = delivered_at if delivered_at is not None else now()

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Final, TypeVar
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, Final, TypeVar, cast
 
 import structlog
 
@@ -19,6 +20,14 @@ from schedlog.absent import ABSENT
 from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.diagnostics import failure_fields
 from schedlog.errors import ScheduleError
+from schedlog.host.batch import (
+    BatchDelivery,
+    DueSnapshot,
+    Outcome,
+    batchable,
+    burst_summary,
+    chunks,
+)
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
 from schedlog.host.core import CHANGED, HostCore, Outgoing
@@ -100,6 +109,12 @@ class HostService:
         #: wanting deterministic ids) passes its own source.
         self.task_ids = task_ids
         self._auto = auto_drive
+        #: Batched delivery to session logs (docs/operations.md#burst-sizing), when allowed.
+        self._batch = (
+            BatchDelivery(self.core, clock.now_ms)
+            if post is None and batchable(self.core)
+            else None
+        )
         self._stopping = False
         self._closed = False
         #: Writes, delivery groups and archive stop, one at a time in arrival order.
@@ -352,8 +367,8 @@ class HostService:
             return [], set()
         outcomes: list[tuple[Delivered | None, set[str]]] = []
         if self._posts is None:
-            for group in groups:
-                outcomes.append(await self._deliver_reported(group))
+            async for outcome in self._outcomes(groups, due):
+                outcomes.append(self._reported(outcome))
         else:
             started = [self._posts.start(group) for group in groups]
             if not wait:
@@ -361,31 +376,67 @@ class HostService:
             outcomes = [await task for task in started]
         sent = [delivered for delivered, _ in outcomes if delivered is not None]
         failed = {task_id for _, ids in outcomes for task_id in ids}
+        burst_summary(sent)
         return sent, failed
 
-    async def _deliver_reported(self, group: Group) -> tuple[Delivered | None, set[str]]:
-        """Deliver ``group``; a failure is reported and recorded. Returns the message sent
+    def _reported(self, outcome: Outcome) -> tuple[Delivered | None, set[str]]:
+        """A group's outcome; a failure is reported and recorded. Returns the message sent
         and the ids whose group failed with their target not after the failure time."""
-        try:
-            return await self._deliver(group), set()
-        except GroupFailed as exc:
-            self._unacknowledged(exc)
-            self._record_failure(exc)
-            failure_time = self.clock.now_ms()
-            failed = set()
-            for task_id in exc.ids:
-                st = self.core.store.get(task_id)
-                if st is not None and st.task.record.scheduled_at <= failure_time:
-                    failed.add(task_id)
-            return None, failed
+        if not isinstance(outcome, GroupFailed):
+            return outcome, set()
+        self._unacknowledged(outcome)
+        self._record_failure(outcome)
+        failure_time = self.clock.now_ms()
+        failed = set()
+        for task_id in outcome.ids:
+            st = self.core.store.get(task_id)
+            if st is not None and st.task.record.scheduled_at <= failure_time:
+                failed.add(task_id)
+        return None, failed
 
     async def _post_group(self, group: Group) -> tuple[Delivered | None, set[str]]:
         """A webhook group in flight; when it ends, the timer looks for work again."""
         try:
-            return await self._deliver_reported(group)
+            try:
+                outcome: Outcome = await self._deliver(group)
+            except GroupFailed as exc:
+                outcome = exc
+            return self._reported(outcome)
         finally:
             if self._auto and not self._stopping:
                 self.request_drive()
+
+    async def _outcomes(
+        self, groups: Sequence[Group], due: Sequence[StoredTask]
+    ) -> AsyncIterator[Outcome]:
+        """Each group's delivery, in order: batched runs (schedlog.host.batch) when this host
+        may batch, else one group per FIFO slot."""
+        if self._batch is None:
+            for group in groups:
+                try:
+                    yield await self._deliver(group)
+                except GroupFailed as exc:
+                    yield exc
+            return
+        batch = self._batch
+        snapshot = DueSnapshot(self.core, due)
+        outcomes: dict[int, Outcome] = {}
+        try:
+            # Runs packed by session, reported in group order; no more sessions in a run than
+            # the sessions directory keeps open.
+            max_open = getattr(self.core.sessions, "max_open", None)
+            for run in chunks(groups, max_sessions=max_open):
+                deliver = functools.partial(batch.deliver, run, snapshot)
+                ran = await self._fifo.submit(cast(Callable[[], list[Outcome]], deliver))
+                outcomes.update(zip(map(id, run), ran, strict=True))
+        finally:
+            snapshot.close()
+        for group in groups:
+            outcome = outcomes.get(id(group))
+            if isinstance(outcome, Delivered):
+                for listener in list(self._delivery_listeners):
+                    listener(outcome)
+            yield outcome
 
     async def tick(self) -> list[Delivered]:
         """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except
@@ -465,6 +516,8 @@ class HostService:
         if self._posts is not None:  # POSTs in flight end (each within its deadline) and commit
             await self._posts.join()
         await self._fifo.aclose()
+        if self._batch is not None:  # idle: the FIFO has drained
+            self._batch.close()
         self.core.store.close()
         self._closed = True
 

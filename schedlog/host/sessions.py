@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import resource
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
@@ -118,14 +119,18 @@ class SessionsDirectory:
             raise ValueError(f"max_open must be at least 1, not {self.max_open}")
         self._open: OrderedDict[str, LogAppender] = OrderedDict()
         self._dir_fd: int | None = None
+        #: Batched delivery resolves sessions on several threads: the directory descriptor and
+        #: the set of open logs change under this lock.
+        self._lock = threading.RLock()
 
     def _directory_fd(self) -> int:
         """The sessions directory, created if missing, opened once: every log is opened under
         it with ``O_NOFOLLOW`` (docs/protocol.md#session-log)."""
-        if self._dir_fd is None:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._dir_fd = os.open(self.directory, _DIRECTORY_FLAGS)
-        return self._dir_fd
+        with self._lock:  # batched delivery resolves sessions on several threads
+            if self._dir_fd is None:
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._dir_fd = os.open(self.directory, _DIRECTORY_FLAGS)
+            return self._dir_fd
 
     def path_of(self, session_id: str) -> Path:
         """``DIR/<enc(S)>.jsonl``, always a plain name inside ``DIR`` (``enc`` leaves no ``/``,
@@ -140,6 +145,10 @@ class SessionsDirectory:
         return self.directory / name
 
     def resolve(self, session_id: str) -> LogAppender:
+        with self._lock:
+            return self._resolve(session_id)
+
+    def _resolve(self, session_id: str) -> LogAppender:
         log = self._open.get(session_id)
         if log is not None and not log.closed:
             self._open.move_to_end(session_id)
@@ -160,9 +169,10 @@ class SessionsDirectory:
         return log
 
     def discard(self, session_id: str) -> None:
-        log = self._open.pop(session_id, None)
-        if log is not None:
-            log.close()
+        with self._lock:
+            log = self._open.pop(session_id, None)
+            if log is not None:
+                log.close()
 
     def legacy_reminders(self, session_id: str) -> int:
         try:
@@ -182,8 +192,9 @@ class SessionsDirectory:
         return len(validate_log(contents).active)
 
     def close(self) -> None:
-        for session_id in list(self._open):
-            self.discard(session_id)
-        if self._dir_fd is not None:
-            os.close(self._dir_fd)
-            self._dir_fd = None
+        with self._lock:
+            for session_id in list(self._open):
+                self.discard(session_id)
+            if self._dir_fd is not None:
+                os.close(self._dir_fd)
+                self._dir_fd = None

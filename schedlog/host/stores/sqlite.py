@@ -332,6 +332,18 @@ class SqliteTaskStore:
         if cur.rowcount != 1:
             raise StoreWriteError(f"task {task.id!r} does not exist")
 
+    def replace_many(self, tasks: Sequence[Task]) -> None:
+        """Rewrite existing tasks in one transaction (one durability barrier for all): a
+        batched delivery's commit (docs/operations.md#burst-sizing). All or none are written."""
+        with self._transaction() as writer:
+            for task in tasks:
+                cur = writer.execute(
+                    "UPDATE tasks SET body = ? WHERE id = ? AND session_id = ?",
+                    (js_dumps(encode_task(task)), task.id, task.session_id),
+                )
+                if cur.rowcount != 1:
+                    raise sqlite3.Error(f"task {task.id!r} does not exist")
+
     def delete(self, task_id: str) -> bool:
         if not _storable(task_id):
             return False
