@@ -297,16 +297,14 @@ def _table(cells: list[list[str]], header: list[str]) -> str:
 
 def cmd_catalog(args: argparse.Namespace) -> int:
     from schedlog.cli._cells import cell
+    from schedlog.host.catalog import ordered_tasks
     from schedlog.host.task import catalog_entry
 
     store = _open_for_read(args)
     if store is None:
         return 1
     try:
-        tasks = sorted(
-            (st.task for st in store.tasks()), key=lambda t: (t.record.scheduled_at, t.id)
-        )
-        entries = [catalog_entry(t) for t in tasks]
+        entries = [catalog_entry(t) for t in ordered_tasks(store)]
     finally:
         store.close()
     if args.json:

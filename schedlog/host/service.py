@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import structlog
@@ -19,10 +19,12 @@ from schedlog.absent import ABSENT
 from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.diagnostics import failure_fields
 from schedlog.errors import ScheduleError
+from schedlog.host.catalog import Catalog, CatalogQuery, Page, StatusOf, effective_status
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
 from schedlog.host.core import CHANGED, HostCore, Outgoing
 from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
+from schedlog.host.explain import explain_task, preview_rule
 from schedlog.host.fifo import WriteFifo
 from schedlog.host.limits import check_session_id
 from schedlog.host.retry import Backoff
@@ -100,6 +102,7 @@ class HostService:
         self._closed = False
         #: Writes, delivery groups and archive stop, one at a time in arrival order.
         self._fifo = WriteFifo(self.core, self._check_open)
+        self._catalog = Catalog(store, self.core)
         self._wake = asyncio.Event()
         self._drive_pending = auto_drive  # overdue tasks found at start-up are driven at once
         self._failed: set[str] = set()
@@ -205,6 +208,30 @@ class HostService:
     def catalog(self) -> list[dict[str, Any]]:
         self._check_open()
         return self.core.catalog()
+
+    def open_catalog(self) -> None:
+        """Build the catalog's index now rather than at the first :meth:`catalog_page`."""
+        self._check_open()
+        self._catalog.open()
+
+    def catalog_page(self, query: CatalogQuery, status_of: StatusOf = effective_status) -> Page:
+        """One catalog page (``GET /v1/tasks``); ``status_of`` gives a task's status, for
+        the ``status`` filter (a delivery sink knows which tasks it is retrying)."""
+        self._check_open()
+        return self._catalog.page(query, status_of)
+
+    def explain(self, task_id: str, count: int) -> dict[str, Any] | None:
+        """The task's next ``count`` targets from now (docs/http-api.md); None when there is
+        no task ``task_id``."""
+        self._check_open()
+        st = self.core.store.get(task_id)
+        return None if st is None else explain_task(st.task, self.clock.now_ms(), count)
+
+    def preview(self, timing: Mapping[str, object], count: int) -> dict[str, Any]:
+        """An unsaved rule's record and next ``count`` targets from now
+        (docs/http-api.md#rule-preview); raises ``ScheduleInputError`` as ``schedule_create``."""
+        self._check_open()
+        return preview_rule(timing, self.clock.now_ms(), count)
 
     def history(
         self, session_id: str, task_id: object, limit: object, before: object = ABSENT
@@ -412,6 +439,7 @@ class HostService:
             self._timer.cancel()
             await asyncio.gather(self._timer, return_exceptions=True)
         await self._fifo.aclose()
+        self._catalog.close()
         self.core.store.close()
         self._closed = True
 

@@ -10,6 +10,7 @@ below, which code outside :mod:`schedlog.host.stores` tests instead of a concret
 * :class:`InsertsMany`: several new tasks in one durable write (group commit);
 * :class:`WritesFromAnyThread`: writes may run on a writer thread;
 * :class:`CatalogRows`: the catalog's sort and filter fields without decoding a task;
+* :class:`OrdersCatalog`: the tasks in the catalog's order, filtered, by the store itself;
 * :class:`ClaimingStore`: shared by several hosts, which claim due tasks with a lease;
 * :class:`LocalStore`: written by this process only, so an in-memory index of it stays exact.
 
@@ -33,11 +34,13 @@ from schedlog.files import FILE_MODE
 from schedlog.host.task import Task
 
 __all__ = [
+    "CatalogKey",
     "CatalogRow",
     "CatalogRows",
     "ClaimingStore",
     "InsertsMany",
     "LocalStore",
+    "OrdersCatalog",
     "StoreLock",
     "StoreLockedError",
     "StoreWriteError",
@@ -141,6 +144,30 @@ class CatalogRows(Protocol):
     """A store that reads the catalog fields of every task straight from its storage."""
 
     def catalog_rows(self) -> list[CatalogRow]: ...
+
+
+#: ``(scheduledAt epoch ms, id)``: the catalog's order (ids by code point), and a cursor in it.
+CatalogKey = tuple[int, str]
+
+
+@runtime_checkable
+class OrdersCatalog(Protocol):
+    """A store that lists its tasks in the catalog's order itself (the PostgreSQL store, by
+    SQL), so a catalog page decodes only the tasks near its cursor."""
+
+    def catalog_tasks(
+        self,
+        after: CatalogKey | None = None,
+        *,
+        descending: bool = False,
+        session_id: str | None = None,
+        active: bool | None = None,
+        batch: int = 1000,
+    ) -> Iterator[StoredTask]:
+        """Every task after ``after`` (exclusive; before it when ``descending``) by
+        ``(scheduledAt, id)``, of ``session_id`` and with ``active`` when they are given. Read
+        ``batch`` rows at first, then more at a time as the iterator is consumed."""
+        ...
 
 
 @runtime_checkable

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
 from schedlog.host.stores import pg_queries as q
-from schedlog.host.stores.base import StoredTask, StoreWriteError
+from schedlog.host.stores.base import CatalogKey, StoredTask, StoreWriteError
 from schedlog.host.stores.pg_admin import check_version
 from schedlog.host.stores.pg_claims import PgClaims
 from schedlog.host.stores.pg_conn import configure
@@ -46,7 +46,10 @@ from schedlog.host.stores.pg_rows import (
 )
 from schedlog.host.task import Task
 
-__all__ = ["PostgresTaskStore"]
+__all__ = ["MAX_CATALOG_BATCH", "PostgresTaskStore"]
+
+#: The most rows one catalog query reads (:meth:`PostgresTaskStore.catalog_tasks`).
+MAX_CATALOG_BATCH: Final = 16_384
 
 
 class PostgresTaskStore(PgClaims):
@@ -143,6 +146,46 @@ class PostgresTaskStore(PgClaims):
             cur.execute(q.ACTIVE_TARGETS)
             for next_at, seq, key in cur:
                 yield int(next_at), int(seq), str(key)
+
+    def catalog_tasks(
+        self,
+        after: CatalogKey | None = None,
+        *,
+        descending: bool = False,
+        session_id: str | None = None,
+        active: bool | None = None,
+        batch: int = 1000,
+    ) -> Iterator[StoredTask]:
+        """The catalog's order by SQL (:class:`~schedlog.host.stores.base.OrdersCatalog`), in
+        batches from ``batch`` rows, doubling up to :data:`MAX_CATALOG_BATCH`. A row that does
+        not decode is reported and left out, as by :meth:`tasks`."""
+        if session_id is not None and not storable(session_id):
+            return
+        exact = after is None or storable(after[1])
+        cursor = after
+        if after is not None and not exact:  # an id no row can have: widen, then filter here
+            cursor = (after[0] + 1, "") if descending else (after[0], "")
+        params: dict[str, object] = {
+            "session": session_id,
+            "status": None if active is None else ("active" if active else "inactive"),
+        }
+        query = q.CATALOG_DESC if descending else q.CATALOG_ASC
+        size = max(1, batch)
+        while True:
+            params["at"], params["id"] = (None, None) if cursor is None else cursor
+            params["limit"] = size
+            rows = self._read(lambda c: c.execute(query, params).fetchall())
+            for row in rows:
+                st = self._valid(row)
+                if st is None:
+                    continue
+                key = (st.task.record.scheduled_at, st.task.id)
+                if exact or after is None or (key < after if descending else key > after):
+                    yield st
+            if len(rows) < size:
+                return
+            cursor = (int(rows[-1][4]), str(rows[-1][1]))
+            size = min(size * 2, MAX_CATALOG_BATCH)
 
     def earliest_active_target(self) -> int | None:
         """The earliest ``next_at`` among active rows, from the index."""
