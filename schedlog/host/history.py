@@ -12,13 +12,15 @@ import msgspec
 from schedlog.errors import ScheduleInputError
 from schedlog.host.config import Retention
 from schedlog.host.task import History, HistoryRecord, Receipt, Task, effective_history
+from schedlog.rules.instants import DAY_MS
 from schedlog.rules.text import json_int
 
 __all__ = ["MAX_HISTORY_PAGE", "MSG_LIMIT", "append_delivery", "history_page", "prune"]
 
-DAY_MS: Final = 86_400_000
 MAX_HISTORY_PAGE: Final = 100
-MSG_LIMIT: Final = "Delivery history limit must be a safe integer from 1 through 100."
+MSG_LIMIT: Final = (
+    f"Delivery history limit must be a safe integer from 1 through {MAX_HISTORY_PAGE}."
+)
 MSG_BEFORE: Final = "Delivery history before must be a message id string."
 
 

@@ -3,7 +3,9 @@
 :class:`HostService` runs over a :class:`~schedlog.host.core.HostCore`: the operations over the
 asyncio FIFO (:class:`~schedlog.host.fifo.WriteFifo`: one worker runs create / update / delete /
 archive stop / delivery groups in arrival order, with group commit of consecutive creates), reads
-that do not queue, cancellation, disposal, and the host timer over an injected :class:`Clock`.
+that do not queue (the catalog of :mod:`schedlog.host.catalog`, explain and preview of
+:mod:`schedlog.host.explain` among them), cancellation, disposal, and the host timer over an
+injected :class:`Clock`.
 """
 
 from __future__ import annotations

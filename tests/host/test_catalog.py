@@ -1,6 +1,7 @@
 """The catalog index (schedlog.host.catalog) gives exactly the pages of the
 reference scan, after any mix of creates, updates, deletions, deliveries and archive stops,
-for every filter, order and cursor, on both store backends; and SQLite's catalog rows equal
+for every filter, order and cursor, on both file store backends (PostgreSQL pages by SQL:
+tests/host/test_catalog_postgres.py); and SQLite's catalog rows equal
 the decoded tasks, escapes included."""
 
 from __future__ import annotations
