@@ -223,6 +223,7 @@ def ordered_page(store: OrdersCatalog, query: CatalogQuery, status_of: StatusOf)
         descending=query.descending,
         session_id=query.session_id,
         active=active,
+        title=query.title,
         batch=query.limit + 1,
     )
     for st in rows:

@@ -31,7 +31,14 @@ SESSIONS = ("s-1", "s-2", "<b>s3</b>")
 #: Ids whose code point order differs from UTF-16 order (U+FF5E vs U+1F600) and from a
 #: locale's ("Z" before "a", "é" after "z"), with markup and quotes.
 IDS = ("a", "Z", "é", "z", "\uff5e", "\U0001f600", "<i>x</i>", 'q"uote', "a b", "schedule-1")
-TITLES = ("Standup", "standup NOTES", "Ping \u202e", "Été", '<script>"hi"</script>', "Back\\slash")
+TITLES = (
+    "Standup",
+    "standup NOTES",
+    "Tab\there \u202e",
+    "Été",
+    '<script>"hi"</script>',
+    "Back\\slash",
+)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +103,8 @@ def test_sql_pages_equal_the_reference(store: Any) -> None:
         (False, True),
         (None, *SESSIONS, "no-such-session"),
         (None, "active", "inactive", "retrying"),
-        (None, "stand", "été", "<script>", "\\", "zzz"),
+        # '"hi"' and a tab are escaped in the stored JSON: found only by decoding
+        (None, "stand", "été", "<script>", '"hi"', "b\th", "\\", "zzz"),
     ):
         paged += _pages(store, tasks, CatalogQuery(limit, None, descending, session, status, title))
     assert paged > 1000  # many queries took more than one page

@@ -162,11 +162,14 @@ class OrdersCatalog(Protocol):
         descending: bool = False,
         session_id: str | None = None,
         active: bool | None = None,
+        title: str | None = None,
         batch: int = 1000,
     ) -> Iterator[StoredTask]:
         """Every task after ``after`` (exclusive; before it when ``descending``) by
-        ``(scheduledAt, id)``, of ``session_id`` and with ``active`` when they are given. Read
-        ``batch`` rows at first, then more at a time as the iterator is consumed."""
+        ``(scheduledAt, id)``, of ``session_id`` and with ``active`` when they are given.
+        ``title`` (casefolded) lets the store skip tasks whose title cannot contain it; the
+        caller still checks the title of those it gets. ``batch`` is how many the caller
+        expects to read (a page and one more)."""
         ...
 
 
