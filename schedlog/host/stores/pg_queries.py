@@ -41,12 +41,13 @@ ACTIVE_TARGETS: Final = (
 )
 #: The catalog's order (docs/http-api.md): ``(next_at, id)``, ids by code point (the "C"
 #: collation compares UTF-8 bytes, which is code point order), after a cursor. Parameters
-#: (NULL for "any"): ``session``, ``status``, the cursor's ``at`` and ``id``, and ``limit``
+#: (NULL for "any"): ``session``, ``active`` (any status but ``inactive``, so a paused row
+#: counts as active, as the catalog reads it), the cursor's ``at`` and ``id``, and ``limit``
 #: (NULL: every row).
 _CATALOG_WHERE: Final = (
     f"SELECT {COLUMNS} FROM schedlog_tasks "
     "WHERE (%(session)s::text IS NULL OR session_id = %(session)s) "
-    "AND (%(status)s::text IS NULL OR status = %(status)s) "
+    "AND (%(active)s::boolean IS NULL OR (status <> 'inactive') = %(active)s) "
     "AND (%(at)s::bigint IS NULL OR "
 )
 CATALOG_ASC: Final = (

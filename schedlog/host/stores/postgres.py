@@ -168,7 +168,7 @@ class PostgresTaskStore(PgClaims):
             cursor = (after[0] + 1, "") if descending else (after[0], "")
         params: dict[str, object] = {
             "session": session_id,
-            "status": None if active is None else ("active" if active else "inactive"),
+            "active": active,
         }
         params["at"], params["id"] = (None, None) if cursor is None else cursor
         params["limit"] = size = max(1, batch)
