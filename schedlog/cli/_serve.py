@@ -121,7 +121,13 @@ async def _serve(
         sink = WebhookSink(args.deliver_to, secret, clock, timeout_s=args.webhook_timeout)
         backoff = Backoff(args.retry_base_ms, args.retry_cap_ms)
         service = HostService(
-            store, WebhookSessions(), clock, keep, post=sink.post, backoff=backoff
+            store,
+            WebhookSessions(),
+            clock,
+            keep,
+            post=sink.post,
+            backoff=backoff,
+            post_concurrency=args.webhook_concurrency,
         )
         return Host(service, retry_state=retry_lookup(backoff), close=sink.aclose)
 
@@ -210,6 +216,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ValueError("--webhook-timeout must be more than 0 and at most 600 seconds")
         if not 1 <= args.max_event_clients <= 10_000:
             raise ValueError("--max-event-clients must be from 1 through 10000")
+        if not 1 <= args.webhook_concurrency <= 1_000:
+            raise ValueError("--webhook-concurrency must be from 1 through 1000")
         if not 1 <= args.max_connections <= 100_000:
             raise ValueError("--max-connections must be from 1 through 100000")
         if not 0.1 <= args.header_timeout <= 600:

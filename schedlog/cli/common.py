@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, TextIO
+from typing import Any, Final, TextIO, cast
 
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError
 from schedlog.rules.instants import DAY_MS, days_from_civil, days_in_month
@@ -17,7 +17,9 @@ __all__ = [
     "InvalidRequest",
     "configure_diagnostics",
     "parse_request_instant",
+    "report_error",
     "run_batch",
+    "wants_json",
     "write_json_line",
 ]
 
@@ -74,6 +76,21 @@ def parse_request_instant(value: object, field: str = "now") -> int:
     return local + millis - offset_ms
 
 
+class CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of each write. Diagnostics configured
+    by one in-process CLI call (an embedding host, a test) then never keep writing to a stream
+    that was swapped out and closed after that call."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def configure_diagnostics(stream: TextIO | None = None) -> None:
     """Render structlog diagnostics as JSON lines on stderr, never on stdout
     (docs/protocol.md#batch, docs/diagnostics.md#events)."""
@@ -85,7 +102,9 @@ def configure_diagnostics(stream: TextIO | None = None) -> None:
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.JSONRenderer(),
         ],
-        logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(
+            stream if stream is not None else cast(TextIO, CurrentStderr())
+        ),
         cache_logger_on_first_use=False,
     )
 
@@ -94,6 +113,25 @@ def write_json_line(value: Any, out: TextIO | None = None) -> None:
     stream = out if out is not None else sys.stdout
     stream.write(js_dumps(value) + "\n")
     stream.flush()
+
+
+def wants_json(args: Any, out: TextIO | None = None) -> bool:
+    """JSON output: with ``--json``, or whenever stdout is not a terminal (docs/cli.md#schedlog)."""
+    stream = out if out is not None else sys.stdout
+    return bool(getattr(args, "json", False)) or not stream.isatty()
+
+
+def report_error(prog: str, error: Mapping[str, Any], as_json: bool) -> None:
+    """An error the way docs/cli.md#schedlog states: one ``{"error":{"code","message"}}`` line
+    on stdout in JSON output, else ``PROG: error: MESSAGE (CODE)`` on stderr (a lone surrogate
+    in the message written as ``\\udxxx``)."""
+    if as_json:
+        write_json_line({"error": dict(error)})
+        return
+    from schedlog.rules.text import printable
+
+    message = printable(str(error.get("message", "")))
+    print(f"{prog}: error: {message} ({error.get('code')})", file=sys.stderr, flush=True)
 
 
 Handler = Callable[[dict[str, Any]], Any]

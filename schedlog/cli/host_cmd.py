@@ -184,6 +184,13 @@ def _serve_parser(hsub: Any) -> None:
         help="deadline of one whole POST to the receiver, in seconds (default 10)",
     )
     serve.add_argument(
+        "--webhook-concurrency",
+        type=int,
+        default=16,
+        metavar="N",
+        help="webhook POSTs in flight at once, each session's in order (default 16)",
+    )
+    serve.add_argument(
         "--retry-base-ms",
         type=int,
         default=1000,

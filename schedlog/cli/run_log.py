@@ -20,10 +20,11 @@ only the standard library at the top; structlog and the rules layer load when us
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping, MutableMapping
 from datetime import datetime
-from typing import Any, Final, Literal, TextIO
+from typing import Any, Final, Literal, TextIO, cast
+
+from schedlog.cli.common import CurrentStderr
 
 __all__ = [
     "LOG_FORMATS",
@@ -154,7 +155,7 @@ def configure_run_logging(
     dropping events below ``level``; returns the form in use."""
     import structlog  # the long-running commands only; registering their flags stays light
 
-    out = stream if stream is not None else sys.stderr
+    out = stream if stream is not None else cast(TextIO, CurrentStderr())
     form = resolve_format(log_format, out)
     renderer: Any = HumanRenderer() if form == "human" else structlog.processors.JSONRenderer()
     structlog.configure(

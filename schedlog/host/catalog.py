@@ -45,6 +45,7 @@ __all__ = [
     "CatalogQuery",
     "Page",
     "StatusOf",
+    "catalog_order",
     "effective_status",
     "index_for",
     "ordered_page",
@@ -56,7 +57,7 @@ __all__ = [
 MAX_CATALOG_PAGE: Final = 500
 DEFAULT_CATALOG_PAGE: Final = 100
 #: The statuses a catalog page can be filtered by.
-CATALOG_STATUSES: Final = ("active", "inactive", "retrying")
+CATALOG_STATUSES: Final = ("active", "inactive", "retrying", "paused")
 
 #: ``task -> effective status`` ("active", "inactive" or "retrying").
 StatusOf = Callable[[Task], str]
@@ -95,12 +96,18 @@ def effective_status(task: Task) -> str:
     return task.effective_status
 
 
+def catalog_order(tasks: Iterable[Task]) -> list[Task]:
+    """``tasks`` by ``(scheduledAt, id)``, ids by code point: the catalog's order."""
+    return sorted(tasks, key=_key)
+
+
 def ordered_tasks(store: TaskStore) -> list[Task]:
-    """Every task by ``(scheduledAt, id)``, ids by code point: the one listing behind the
-    catalog (``HostCore.catalog``, ``schedlog host catalog``)."""
+    """Every task of ``store`` in the catalog's order: the one listing behind the catalog
+    (``HostCore.catalog``; ``schedlog host catalog`` sorts what it read by
+    :func:`catalog_order`)."""
     if isinstance(store, OrdersCatalog):
         return [st.task for st in store.catalog_tasks()]
-    return sorted((st.task for st in store.tasks()), key=_key)
+    return catalog_order(st.task for st in store.tasks())
 
 
 def scan_page(tasks: Iterable[Task], query: CatalogQuery, status_of: StatusOf) -> Page:

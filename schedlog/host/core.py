@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, Protocol, TypeVar
 
 import msgspec
 import structlog
@@ -31,11 +31,13 @@ from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member,
 from schedlog.host.due import DueTasks, due_tasks_for
 from schedlog.host.history import check_limit, history_page
 from schedlog.host.limits import SeenSessions
+from schedlog.host.pausing import pause_step, resume_step
 from schedlog.host.sessions import SessionController, SessionHandle
 from schedlog.host.stores.base import (
     InsertsMany,
     StoredTask,
     TaskStore,
+    store_pausable,
 )
 from schedlog.host.task import Task, catalog_entry
 from schedlog.protocols import HOST
@@ -43,12 +45,20 @@ from schedlog.rules.decide import Decision
 from schedlog.rules.record import Record
 from schedlog.rules.update import UpdateResult, resolve_update
 
-__all__ = ["CHANGED", "HostCore", "Outgoing"]
+__all__ = ["CHANGED", "HostCore", "InSlot", "Outgoing"]
 
 CHANGED: Final = "schedule/changed"
 MSG_BARRIER: Final = "Session persistence did not acknowledge the reminder"
 
 _log = structlog.get_logger("schedlog.host")
+_T = TypeVar("_T")
+
+
+class InSlot(Protocol):
+    """Runs a synchronous step in a write slot of its own and returns its result (the
+    service's FIFO, :meth:`~schedlog.host.fifo.WriteFifo.submit`)."""
+
+    def __call__(self, fn: Callable[[], _T], /) -> Awaitable[_T]: ...
 
 
 class HostCore:
@@ -158,7 +168,11 @@ class HostCore:
 
     def list_records(self, session_id: str) -> list[Record]:
         """The session's active records, in storage order (docs/protocol.md#remote)."""
-        return [st.task.record for st in self.store.session_tasks(session_id) if st.task.active]
+        return [task.record for task in self.list_tasks(session_id)]
+
+    def list_tasks(self, session_id: str) -> list[Task]:
+        """The session's active tasks, paused ones included, in storage order."""
+        return [st.task for st in self.store.session_tasks(session_id) if st.task.active]
 
     def catalog(self) -> list[dict[str, Any]]:
         """Every task as a catalog entry, by ``scheduledAt`` then ``id`` (code points)."""
@@ -251,6 +265,35 @@ class HostCore:
         self.drive_requested()
         return result
 
+    def pause(
+        self,
+        session_id: str,
+        task_id: object,
+        expected: object,
+        now: Callable[[], int],
+        *,
+        resume: bool = False,
+    ) -> dict[str, Any]:
+        """Pause (or ``resume``) with an optional compare-and-set (docs/protocol.md#pause), in
+        the order of :mod:`schedlog.host.pausing`; one transaction on a shared store, as
+        :meth:`update`. Acknowledged only once written; a no-op writes nothing."""
+        with self.due_tasks.pausing(session_id):
+            task = self.find(session_id, task_id)
+            at = now()
+            if resume:
+                step = resume_step(task, task_id, expected, at)
+            else:
+                step = pause_step(task, task_id, expected, at, pausable=store_pausable(self.store))
+            if step.task is None:
+                return step.result
+            st = self.store.get(step.task.id)
+            assert st is not None
+            self._replace(st, step.task)
+            crashpoint("host.after_pause_write")
+        self._changed(self._change(step.task, "resumed" if resume else "paused"))
+        self.drive_requested()
+        return step.result
+
     def delete(self, session_id: str, task_id: object) -> dict[str, Any]:
         """Hard delete (docs/protocol.md#remote): ``{"id","deleted":true}`` or
         ``schedule_not_found``."""
@@ -308,6 +351,7 @@ class HostCore:
         group: Group,
         now: Callable[[], int],
         post: Callable[[Outgoing], Awaitable[None]],
+        in_slot: InSlot,
         *,
         sleep_until: Callable[[int], Awaitable[None]] | None = None,
         retry_in: Callable[[str], int] | None = None,
@@ -316,6 +360,11 @@ class HostCore:
         follow-up is handed to ``post``, and the members are committed only when it returns.
         The session's log is never read, so every due member is sent (the receiver dedupes
         by ``messageId``).
+
+        The decision and the commit each run in a write slot of their own (``in_slot``, the
+        service's FIFO) and the POST runs between them, outside the FIFO, so that no write
+        waits for a receiver (docs/decisions.md, "Concurrent webhook delivery"). A member
+        edited or deleted while its POST was in flight is not committed: the edit stands.
 
         On a shared store (docs/decisions.md, "Webhook delivery with several hosts") the
         members' leases are renewed just before the POST and every third of a lease while it
@@ -326,24 +375,34 @@ class HostCore:
         held that long, so that no other host retries them before this one would.
         """
         with self.due_tasks.delivering_to(group, retry_in):
-            return await self._deliver_group_to(group, now, post, sleep_until)
+            plan = await in_slot(lambda: self._plan(group, now))
+            if plan is None:
+                return None
+            if plan.outgoing is not None:
+                try:
+                    await self._post_under_lease(plan, plan.outgoing, post, now, sleep_until)
+                except Exception as exc:
+                    raise GroupFailed(group.ids, exc) from exc
+            return await in_slot(lambda: self._finish(self._still_planned(plan), now, None))
 
-    async def _deliver_group_to(
-        self,
-        group: Group,
-        now: Callable[[], int],
-        post: Callable[[Outgoing], Awaitable[None]],
-        sleep_until: Callable[[int], Awaitable[None]] | None,
-    ) -> Delivered | None:
-        plan = self._plan(group, now)
-        if plan is None:
-            return None
-        if plan.outgoing is not None:
-            try:
-                await self._post_under_lease(plan, plan.outgoing, post, now, sleep_until)
-            except Exception as exc:
-                raise GroupFailed(group.ids, exc) from exc
-        return self._finish(plan, now, None)
+    def _still_planned(self, plan: _Plan) -> _Plan:
+        """``plan`` without the members whose stored task changed since it was made (an edit
+        or a deletion while the POST was in flight)."""
+        kept: list[tuple[StoredTask, Decision]] = []
+        for st, decision in plan.members:
+            current = self.store.get(st.task.id)
+            if current is not None and current.task == st.task:
+                kept.append((st, decision))
+            else:
+                _log.info(
+                    "delivery.superseded",
+                    id=st.task.id,
+                    message=(
+                        f"schedule: reminder {st.task.id} was edited or deleted while its "
+                        "follow-up was being posted; the edit stands and nothing is committed"
+                    ),
+                )
+        return plan._replace(members=kept)
 
     async def _post_under_lease(
         self,
@@ -408,6 +467,7 @@ class HostCore:
             if (
                 st is None
                 or not st.task.active
+                or st.task.paused
                 or st.task.session_id != session_id
                 or st.task.record.scheduled_at > decision_time
             ):
@@ -459,7 +519,10 @@ class HostCore:
             delivered_at: int | None = None
             if plan.outgoing is not None:
                 # On a shared store: another host may be delivering them, send nothing.
-                self.due_tasks.keep_leases([m.id for m in plan.outgoing.delivered.members])
+                # (Members dropped as edited since the plan are not this commit's to check.)
+                leased = [m.id for m in plan.outgoing.delivered.members if m.id in planned]
+                if leased:
+                    self.due_tasks.keep_leases(leased)
                 if send is not None:
                     send(plan)
                 delivered_at = now()

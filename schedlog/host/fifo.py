@@ -68,7 +68,7 @@ class WriteFifo:
                     continue
                 try:
                     result = fn()
-                    if inspect.isawaitable(result):  # a slot that awaits its sink
+                    if inspect.isawaitable(result):  # a slot that awaits its write
                         result = await result
                 except BaseException as exc:
                     if not future.done():
@@ -79,21 +79,19 @@ class WriteFifo:
             finally:
                 self._queue.task_done()
 
-    def _enqueue(self, fn: Callable[[], T]) -> asyncio.Future[T]:
-        self._check_open()
+    def _enqueue(self, fn: Callable[[], T], *, checked: bool = True) -> asyncio.Future[T]:
+        if checked:
+            self._check_open()
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((fn, future))
         return future
 
-    async def submit(self, fn: Callable[[], T]) -> T:
-        future = self._enqueue(fn)
+    async def submit(self, fn: Callable[[], T], *, checked: bool = True) -> T:
+        """Queue ``fn`` and await its result. ``checked`` False is for the service's own slots
+        that finish work it accepted before stopping (the commit of a POST in flight)."""
+        future = self._enqueue(fn, checked=checked)
         self._open_batch = None  # a create after this slot must not run before it
         return await future
-
-    async def submit_awaiting(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """:meth:`submit` for a slot that awaits (its sink): the worker awaits what ``fn``
-        returns before it takes the next slot, so the slot stays one step of the FIFO."""
-        return await self.submit(cast(Callable[[], T], fn))
 
     async def insert(self, task: Task) -> None:
         """Queue the insert of a new task. Consecutive creates (nothing else queued between
@@ -107,7 +105,7 @@ class WriteFifo:
         if batch is None or len(batch.tasks) >= MAX_BATCH:
             batch = _InsertBatch()
             # The slot may return an awaitable (the write on the writer thread): the worker
-            # awaits it before the next slot, as for submit_awaiting.
+            # awaits it before the next slot.
             slot = cast(Callable[[], None], lambda: self._run_batch(batch))
             batch.future = self._enqueue(slot)
             self._open_batch = batch

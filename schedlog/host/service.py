@@ -22,12 +22,13 @@ from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.diagnostics import failure_fields
 from schedlog.errors import ScheduleError
 from schedlog.host.catalog import Catalog, CatalogQuery, Page, StatusOf, effective_status
-from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
+from schedlog.host.changes import ChangeListener, TaskChange, remote_change
 from schedlog.host.config import Retention
 from schedlog.host.core import CHANGED, HostCore, Outgoing
 from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
 from schedlog.host.explain import explain_task, preview_rule
 from schedlog.host.fifo import WriteFifo
+from schedlog.host.inflight import DEFAULT_LIMIT, SessionChains
 from schedlog.host.limits import check_session_id
 from schedlog.host.retry import Backoff
 from schedlog.host.sessions import SessionController
@@ -47,13 +48,6 @@ __all__ = [
     "ServiceStopping",
 ]
 
-#: The change kinds another host's commit can report (``LISTEN`` payloads).
-_REMOTE_KINDS: Final[dict[str, ChangeKind]] = {
-    "created": "created",
-    "updated": "updated",
-    "deleted": "deleted",
-    "delivered": "delivered",
-}
 #: Back-off of the timer while a shared store cannot be reached (doubling up to the maximum).
 TIMER_BACKOFF_MS: Final = 100
 MAX_TIMER_BACKOFF_MS: Final = 5_000
@@ -89,6 +83,7 @@ class HostService:
         task_ids: TaskIdSource = new_task_id,
         post: Callable[[Outgoing], Awaitable[None]] | None = None,
         backoff: Backoff | None = None,
+        post_concurrency: int = DEFAULT_LIMIT,
     ) -> None:
         self.core = HostCore(store, sessions, retention or Retention())
         self._post = post
@@ -110,6 +105,11 @@ class HostService:
         self._failed: set[str] = set()
         self._scan_failed = False
         self._delivery_listeners: list[Callable[[Delivered], None]] = []
+        #: Webhook deliveries in flight: at most ``post_concurrency`` POSTs at once, each
+        #: session's in order (docs/decisions.md, "Concurrent webhook delivery").
+        self._posts: SessionChains[tuple[Delivered | None, set[str]]] | None = (
+            None if post is None else SessionChains(self._post_group, post_concurrency)
+        )
         self._timer: asyncio.Task[None] | None = None
         if auto_drive:
             self.core.drive_requested = self.request_drive
@@ -143,10 +143,6 @@ class HostService:
 
     async def _submit(self, fn: Callable[[], T]) -> T:
         return await self._fifo.submit(fn)
-
-    async def _submit_awaiting(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """:meth:`_submit` for a slot that awaits its sink (:meth:`WriteFifo.submit_awaiting`)."""
-        return await self._fifo.submit_awaiting(fn)
 
     def _check_open(self) -> None:
         if self._stopping:
@@ -196,12 +192,25 @@ class HostService:
     async def delete(self, session_id: str, task_id: object) -> dict[str, Any]:
         return await self._submit(lambda: self.core.delete(session_id, task_id))
 
+    async def pause(
+        self, session_id: str, task_id: object, expected: object = ABSENT, *, resume: bool = False
+    ) -> dict[str, Any]:
+        """Pause (or ``resume``) in the FIFO (docs/protocol.md#pause); ``now`` is sampled in
+        its slot. Raises ``invalid_rule`` for an ``expected`` that does not decode."""
+        return await self._submit(
+            lambda: self.core.pause(session_id, task_id, expected, self.clock.now_ms, resume=resume)
+        )
+
     async def archive_stop(self, session_id: str) -> list[str]:
         return await self._submit(lambda: self.core.archive_stop(session_id))
 
     def list_records(self, session_id: str) -> list[Record]:
         self._check_open()
         return self.core.list_records(session_id)
+
+    def list_tasks(self, session_id: str) -> list[Task]:
+        self._check_open()
+        return self.core.list_tasks(session_id)
 
     def find(self, session_id: str, task_id: object) -> Task | None:
         self._check_open()
@@ -255,11 +264,8 @@ class HostService:
         """Another host committed a change (``LISTEN``): report it, and look for work again."""
         if self._stopping:
             return
-        kind = _REMOTE_KINDS.get(change.get("kind", ""))
-        if kind is not None and "id" in change and "sessionId" in change:
-            self.core._changed((TaskChange(change["id"], change["sessionId"], kind),))
-        else:
-            self.core._changed()
+        reported = remote_change(change)
+        self.core._changed(() if reported is None else (reported,))
         self.request_drive()
 
     def request_drive(self) -> None:
@@ -280,14 +286,16 @@ class HostService:
             sent = await self._submit(lambda: self.core.deliver_group(group, self.clock.now_ms))
         else:
             backoff = self.backoff
-            sent = await self._submit_awaiting(
-                lambda: self.core.deliver_group_to(
-                    group,
-                    self.clock.now_ms,
-                    post,
-                    sleep_until=self.clock.sleep_until,
-                    retry_in=None if backoff is None else backoff.next_delay_ms,
-                )
+            # The decision and the commit take a FIFO slot each; the POST runs between them,
+            # outside the FIFO. The commit slot is unchecked: it finishes a delivery accepted
+            # before a stop began.
+            sent = await self.core.deliver_group_to(
+                group,
+                self.clock.now_ms,
+                post,
+                lambda fn: self._fifo.submit(fn, checked=False),
+                sleep_until=self.clock.sleep_until,
+                retry_in=None if backoff is None else backoff.next_delay_ms,
             )
         if sent is not None:
             for listener in list(self._delivery_listeners):
@@ -295,7 +303,7 @@ class HostService:
         return sent
 
     def _forget_edited(self, change: TaskChange) -> None:
-        if self.backoff is not None and change.kind in ("updated", "deleted", "delivered"):
+        if self.backoff is not None and change.kind != "retrying":
             self.backoff.forget(change.id)
 
     def _record_failure(self, exc: GroupFailed) -> None:
@@ -311,8 +319,11 @@ class HostService:
             changes.append(TaskChange(task_id, st.task.session_id, "retrying"))
         self.core.notify(changes)
 
+    def _in_flight(self) -> set[str]:
+        return set() if self._posts is None else set(self._posts.ids)
+
     def _excluded(self, excluded: Iterable[str]) -> set[str]:
-        skip = set(excluded)
+        skip = set(excluded) | self._in_flight()
         if self.backoff is not None:
             skip |= self.backoff.waiting(self.clock.now_ms())
         return skip
@@ -328,10 +339,15 @@ class HostService:
         )
 
     async def drive(
-        self, excluded: Iterable[str] = (), due: Sequence[StoredTask] | None = None
+        self,
+        excluded: Iterable[str] = (),
+        due: Sequence[StoredTask] | None = None,
+        *,
+        wait: bool = True,
     ) -> tuple[list[Delivered], set[str]]:
         """One drive pass (docs/protocol.md#host-delivery "Drive"): the groups due now, each in its
-        own FIFO slot.
+        own FIFO slot; with a webhook sink, each a POST between two slots, concurrently across
+        sessions (:class:`~schedlog.host.inflight.SessionChains`).
 
         ``due`` is a scan the caller has just made (:meth:`tick`), delivered as it is. On a
         shared store a scan is a claim, and a second claim of rows this host already holds
@@ -339,7 +355,9 @@ class HostService:
         row locks (docs/decisions.md, "PostgreSQL store: several hosts").
 
         Returns the messages sent and the ids whose group failed with their target not after
-        the failure time (left out of the timer for the rest of the pass).
+        the failure time (left out of the timer for the rest of the pass). ``wait`` False (the
+        timer, with a backoff) returns once the POSTs are started: each reports its own
+        outcome and asks for the next pass when it ends.
         """
         try:
             if due is None:
@@ -349,23 +367,42 @@ class HostService:
             _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
             self._scan_failed = True
             return [], set()
-        sent: list[Delivered] = []
-        failed: set[str] = set()
-        for group in groups:
-            try:
-                delivered = await self._deliver(group)
-            except GroupFailed as exc:
-                self._unacknowledged(exc)
-                self._record_failure(exc)
-                failure_time = self.clock.now_ms()
-                for task_id in exc.ids:
-                    st = self.core.store.get(task_id)
-                    if st is not None and st.task.record.scheduled_at <= failure_time:
-                        failed.add(task_id)
-                continue
-            if delivered is not None:
-                sent.append(delivered)
+        outcomes: list[tuple[Delivered | None, set[str]]] = []
+        if self._posts is None:
+            for group in groups:
+                outcomes.append(await self._deliver_reported(group))
+        else:
+            started = [self._posts.start(group) for group in groups]
+            if not wait:
+                return [], set()
+            outcomes = [await task for task in started]
+        sent = [delivered for delivered, _ in outcomes if delivered is not None]
+        failed = {task_id for _, ids in outcomes for task_id in ids}
         return sent, failed
+
+    async def _deliver_reported(self, group: Group) -> tuple[Delivered | None, set[str]]:
+        """Deliver ``group``; a failure is reported and recorded. Returns the message sent
+        and the ids whose group failed with their target not after the failure time."""
+        try:
+            return await self._deliver(group), set()
+        except GroupFailed as exc:
+            self._unacknowledged(exc)
+            self._record_failure(exc)
+            failure_time = self.clock.now_ms()
+            failed = set()
+            for task_id in exc.ids:
+                st = self.core.store.get(task_id)
+                if st is not None and st.task.record.scheduled_at <= failure_time:
+                    failed.add(task_id)
+            return None, failed
+
+    async def _post_group(self, group: Group) -> tuple[Delivered | None, set[str]]:
+        """A webhook group in flight; when it ends, the timer looks for work again."""
+        try:
+            return await self._deliver_reported(group)
+        finally:
+            if self._auto and not self._stopping:
+                self.request_drive()
 
     async def tick(self) -> list[Delivered]:
         """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except
@@ -387,7 +424,8 @@ class HostService:
                 self._drive_pending = False
                 self._wake.clear()
                 self._scan_failed = False
-                _, self._failed = await self.drive()
+                # With a backoff, POSTs run on their own (a failure waits for its next attempt).
+                _, self._failed = await self.drive(wait=self.backoff is None)
                 if self._scan_failed:
                     # Finding due work failed (a shared store that refuses claims while its
                     # next target still reads): try again after a back-off, never at once.
@@ -397,11 +435,12 @@ class HostService:
                 continue
             now = self.clock.now_ms()
             try:
+                busy = self._in_flight()  # a group in flight is not due again meanwhile
                 if self.backoff is None:
-                    target = self.core.next_target(self._failed)
+                    target = self.core.next_target(self._failed | busy)
                 else:
                     # With a backoff, a failed task waits for its next attempt instead.
-                    target = self.core.next_target(self.backoff.waiting(now))
+                    target = self.core.next_target(self.backoff.waiting(now) | busy)
                     retry_at = self.backoff.next_attempt_after(now)
                     if retry_at is not None and (target is None or retry_at < target):
                         target = retry_at
@@ -440,6 +479,8 @@ class HostService:
         if self._timer is not None:
             self._timer.cancel()
             await asyncio.gather(self._timer, return_exceptions=True)
+        if self._posts is not None:  # POSTs in flight end (each within its deadline) and commit
+            await self._posts.join()
         await self._fifo.aclose()
         self._catalog.close()
         self.core.store.close()

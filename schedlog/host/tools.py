@@ -1,4 +1,4 @@
-"""The four host tools bound to the calling session (docs/protocol.md#host-tools).
+"""The six host tools bound to the calling session (docs/protocol.md#host-tools).
 
 Every tool returns a value: a view, a list of views, a result, or an error value
 ``{"code","message"}``. Storage failures, disposal and unexpected exceptions are
@@ -24,10 +24,15 @@ from schedlog.tool_args import arguments_value
 __all__ = ["INTERNAL_ERROR", "PAUSE_TOOL_NAMES", "TOOL_NAMES", "HostTools", "pause_tool_id"]
 
 INTERNAL_ERROR: Final = {"code": "internal_error", "message": INTERNAL_MESSAGE}
-TOOL_NAMES: Final = ("schedule_create", "schedule_list", "schedule_delete", "schedule_update")
-#: Tools of the catalog (docs/protocol.md#pause) that :class:`HostTools` does not dispatch yet:
-#: they need the service's pause and resume, which come with the stores' paused state.
+#: Pause and resume (docs/protocol.md#pause).
 PAUSE_TOOL_NAMES: Final = ("schedule_pause", "schedule_resume")
+TOOL_NAMES: Final = (
+    "schedule_create",
+    "schedule_list",
+    "schedule_delete",
+    "schedule_update",
+    *PAUSE_TOOL_NAMES,
+)
 _MSG_ID: Final = "{tool} id must be non-empty without surrounding whitespace."
 MSG_DELETE_ID: Final = _MSG_ID.format(tool="schedule_delete")
 MSG_UPDATE_ID: Final = _MSG_ID.format(tool="schedule_update")
@@ -60,7 +65,8 @@ def pause_tool_id(name: str, args: object) -> str:
 
 
 class HostTools:
-    """``schedule_create``, ``schedule_list``, ``schedule_delete``, ``schedule_update``."""
+    """``schedule_create``, ``schedule_list``, ``schedule_delete``, ``schedule_update``,
+    ``schedule_pause``, ``schedule_resume``."""
 
     def __init__(self, service: HostService) -> None:
         self.service = service
@@ -92,8 +98,8 @@ class HostTools:
             )
             return dict(INTERNAL_ERROR)
 
-    def _view(self, record: Any) -> dict[str, Any]:
-        return record.view(self.service.clock.now_ms(), HOST)  # type: ignore[no-any-return]
+    def _view(self, record: Any, *, paused: bool = False) -> dict[str, Any]:
+        return _view(record, self.service.clock.now_ms(), paused=paused)
 
     async def schedule_create(self, session_id: str, args: object) -> Any:
         record = await self.service.create(session_id, args)
@@ -101,7 +107,8 @@ class HostTools:
 
     async def schedule_list(self, session_id: str, args: object) -> Any:
         now = self.service.clock.now_ms()
-        return [r.view(now, HOST) for r in self.service.list_records(session_id)]
+        tasks = self.service.list_tasks(session_id)
+        return [_view(t.record, now, paused=t.paused) for t in tasks]
 
     async def schedule_delete(self, session_id: str, args: object) -> Any:
         task_id = _check_id(args.get("id") if isinstance(args, dict) else None, MSG_DELETE_ID)
@@ -138,5 +145,23 @@ class HostTools:
         )
         if result.record is None:
             return result.to_json(id=task_id)
-        # Step 8: a result that carries a record (updated or not) is returned as its view.
-        return self._view(result.record)
+        # Step 8: a result that carries a record (updated or not) is returned as its view; a
+        # paused task stays paused (docs/protocol.md#pause).
+        after = self.service.find(session_id, task_id)
+        return self._view(result.record, paused=after is not None and after.paused)
+
+    async def schedule_pause(self, session_id: str, args: object) -> Any:
+        task_id = pause_tool_id("schedule_pause", args)
+        return await self.service.pause(session_id, task_id)
+
+    async def schedule_resume(self, session_id: str, args: object) -> Any:
+        task_id = pause_tool_id("schedule_resume", args)
+        return await self.service.pause(session_id, task_id, resume=True)
+
+
+def _view(record: Any, now: int, *, paused: bool) -> dict[str, Any]:
+    """The record's view at ``now``; a paused task's state is ``paused``."""
+    out: dict[str, Any] = record.view(now, HOST)
+    if paused:
+        out["state"] = "paused"
+    return out

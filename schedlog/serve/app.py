@@ -57,6 +57,8 @@ def _routes(signin: list[Route]) -> list[BaseRoute]:
         Route("/v1/tasks", routes.catalog, methods=["GET"]),
         Route(s + "/tasks", routes.session_tasks, methods=["GET"]),
         Route(s + "/tasks/{id}/history", routes.history, methods=["GET"]),
+        Route(s + "/tasks/{id}/pause", routes.pause_task, methods=["POST"]),
+        Route(s + "/tasks/{id}/resume", routes.pause_task, methods=["POST"]),
         Route(s + "/tasks/{id}", routes.get_task, methods=["GET"]),
         Route(s + "/tasks/{id}", routes.update_task, methods=["PUT"]),
         Route(s + "/tasks/{id}", routes.delete_task, methods=["DELETE"]),

@@ -19,6 +19,11 @@ from schedlog.host.tool_schemas import (
     TOOLS,
     DeleteResult,
     ErrorValue,
+    PauseNotApplied,
+    PauseResult,
+    ResumeEnded,
+    ResumeNotApplied,
+    ResumeResult,
     UpdateNotApplied,
 )
 from schedlog.host.tools import TOOL_NAMES
@@ -125,8 +130,8 @@ def _tool_paths() -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for name, (description, params) in _served_tools():
         values = [t for t in RESULT_TYPES[name] if t is not ErrorValue]
-        refused = [t for t in values if t in (UpdateNotApplied, DeleteResult)]
-        success = [t for t in values if t is not UpdateNotApplied]
+        refused = [t for t in values if t in _REFUSED]
+        success = [t for t in values if t not in _NOT_APPLIED]
         responses: dict[str, Any] = {
             "200": _json("The tool value.", _one_of(success)),
             "422": _json("An input error value.", _ref(ErrorValue)),
@@ -136,7 +141,7 @@ def _tool_paths() -> dict[str, Any]:
             ),
         }
         if refused:
-            for status in ("404", "409", "410") if name == "schedule_update" else ("404",):
+            for status in _REFUSED_STATUSES.get(name, ("404",)):
                 responses[status] = _json("The tool value: not applied.", _one_of(refused))
         operation = _op(name, responses, parameters=[_SESSION], body=_ref(params))
         operation["description"] = description
@@ -144,9 +149,18 @@ def _tool_paths() -> dict[str, Any]:
     return paths
 
 
+#: Tool values that apply nothing, and those carried by a refusal status.
+_NOT_APPLIED: Final = (UpdateNotApplied, PauseNotApplied, ResumeNotApplied)
+_REFUSED: Final = (*_NOT_APPLIED, DeleteResult)
+_REFUSED_STATUSES: Final = {
+    "schedule_update": ("404", "409", "410"),
+    "schedule_pause": ("404", "409", "410"),
+    "schedule_resume": ("404", "410"),
+}
+
+
 def _served_tools() -> list[tuple[str, tuple[str, Any]]]:
-    """The catalog entries of the tools the host dispatches: a tool in the catalog that the
-    host does not answer yet (schedule_pause, schedule_resume) gets no route here."""
+    """The catalog entries of the tools the host dispatches (every tool of the catalog)."""
     return [(name, entry) for name, entry in TOOLS.items() if name in TOOL_NAMES]
 
 
@@ -168,6 +182,7 @@ _BODY_TYPES: Final = (
     bodies.RecordBody,
     bodies.HistoryPage,
     bodies.UpdateBody,
+    bodies.PauseBody,
     bodies.UpdateApplied,
     bodies.UpdateConflict,
     bodies.DeleteOk,
@@ -178,6 +193,32 @@ _BODY_TYPES: Final = (
     PreviewBody,
     PreviewResult,
 )
+
+
+def _pause_paths() -> dict[str, Any]:
+    """``POST .../pause`` and ``.../resume`` (docs/protocol.md#pause)."""
+    conflict = _json("The task changed since expected was read.", _ref(bodies.UpdateConflict))
+    pause = _op(
+        "pause",
+        {"200": _json("The pause result.", _ref(PauseResult)), "409": conflict},
+        parameters=[_SESSION, _ID],
+        body=_ref(bodies.PauseBody),
+        errors=(*_COMMON, "404", "409", "410", "422"),
+    )
+    pause["requestBody"]["required"] = False
+    resume = _op(
+        "resume",
+        {
+            "200": _json("The resume result.", _one_of([ResumeResult, ResumeEnded])),
+            "409": conflict,
+        },
+        parameters=[_SESSION, _ID],
+        body=_ref(bodies.PauseBody),
+        errors=(*_COMMON, "404", "409", "410", "422"),
+    )
+    resume["requestBody"]["required"] = False
+    base = "/v1/sessions/{sessionId}/tasks/{id}"
+    return {f"{base}/pause": {"post": pause}, f"{base}/resume": {"post": resume}}
 
 
 @cache
@@ -258,6 +299,7 @@ def openapi() -> dict[str, Any]:
                 errors=(*_COMMON, "404"),
             ),
         },
+        **_pause_paths(),
         "/v1/tasks/{id}/explain": {
             "get": _op(
                 "explain",

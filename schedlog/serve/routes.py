@@ -29,11 +29,13 @@ from schedlog.host.service import HostService
 from schedlog.host.task import Task, catalog_entry
 from schedlog.host.tools import INTERNAL_ERROR, TOOL_NAMES
 from schedlog.rules.describe import describe_rule
-from schedlog.serve.bodies import Health, RetryState, UpdateBody
+from schedlog.serve.auth import read_body
+from schedlog.serve.bodies import Health, PauseBody, RetryState, UpdateBody
 from schedlog.serve.errors import HttpError, json_response, status_of_code
 from schedlog.serve.parse import int_param, object_body, query_params
 from schedlog.serve.sse import TooManyClients
 from schedlog.serve.state import ready_service, serve_state
+from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
     "catalog",
@@ -43,6 +45,7 @@ __all__ = [
     "get_task",
     "healthz",
     "history",
+    "pause_task",
     "readyz",
     "session_tasks",
     "tool",
@@ -54,8 +57,8 @@ __all__ = [
 
 
 def _tool_status(value: Any, service: HostService) -> int:
-    if not isinstance(value, dict) or "code" not in value:
-        return 200
+    if not isinstance(value, dict) or "code" not in value or value.get("changed") is True:
+        return 200  # a resume that ended the task did change it (docs/protocol.md#pause)
     code = str(value["code"])
     if code == "internal_error" and not service.running:
         return 503
@@ -101,7 +104,7 @@ def _decode_cursor(text: str) -> tuple[int, str]:
 def _entry(task: Task, retry: RetryState | None) -> dict[str, Any]:
     out = catalog_entry(task)
     out["description"] = describe_rule(task.record)
-    if retry is not None and task.active:
+    if retry is not None and task.active and not task.paused:
         out["status"] = "retrying"
         out["retry"] = msgspec.to_builtins(retry)
     return out
@@ -127,6 +130,8 @@ async def catalog(request: Request) -> Response:
     retry_state = serve_state(request).retry_state
 
     def status_of(task: Task) -> str:
+        if task.paused:
+            return "paused"
         if task.active and retry_state(task.id) is not None:
             return "retrying"
         return task.effective_status
@@ -208,22 +213,75 @@ async def update_task(request: Request) -> Response:
     if result.code == "schedule_ended":
         raise HttpError("schedule_ended", f"task {task_id!r} has ended; it cannot be updated")
     if result.code == "schedule_conflict":
-        current = service.find(session_id, task_id)
-        if current is None:  # deleted since: the conflict is now a missing task
-            raise _not_found(task_id)
-        return json_response(
-            {
-                "error": {
-                    "code": "schedule_conflict",
-                    "message": f"task {task_id!r} changed since expected was read",
-                },
-                "current": current.record.to_json(),
-            },
-            409,
-        )
+        return _conflict(service, session_id, task_id)
     if result.code is not None:  # pragma: no cover - resolve_update has no other codes
         raise HttpError(result.code, f"task {task_id!r} was not updated")
     return json_response(result.to_json(id=task_id))
+
+
+def _conflict(service: HostService, session_id: str, task_id: str) -> Response:
+    """409 ``schedule_conflict`` with the current record (as PUT answers it)."""
+    current = service.find(session_id, task_id)
+    if current is None:  # deleted since: the conflict is now a missing task
+        raise _not_found(task_id)
+    return json_response(
+        {
+            "error": {
+                "code": "schedule_conflict",
+                "message": f"task {task_id!r} changed since expected was read",
+            },
+            "current": current.record.to_json(),
+        },
+        409,
+    )
+
+
+async def _pause_body(request: Request) -> object:
+    """The optional ``expected`` of a pause or resume; an empty body is ``{}``."""
+    raw = await read_body(request)
+    if not raw:
+        return ABSENT
+    try:
+        value = loads_strict(raw)
+    except JSONSyntaxError as exc:
+        raise HttpError("invalid_request", f"the body is not strict JSON: {exc.message}") from None
+    try:
+        body = msgspec.convert(value, PauseBody, strict=True)
+    except msgspec.ValidationError as exc:
+        raise HttpError("invalid_request", f"the body is not a pause or resume: {exc}") from None
+    return ABSENT if body.expected is msgspec.UNSET else body.expected
+
+
+async def pause_task(request: Request) -> Response:
+    """``POST /v1/sessions/{sessionId}/tasks/{id}/pause`` and ``.../resume``
+    (docs/protocol.md#pause): an optional ``{"expected"}`` body for compare-and-set."""
+    service = ready_service(request)
+    query_params(request, ())
+    session_id: str = request.path_params["sessionId"]
+    task_id: str = request.path_params["id"]
+    resume = request.url.path.endswith("/resume")
+    content_type = request.headers.get("content-type", "application/json")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise HttpError("unsupported_media_type", "the body must be application/json", 415)
+    expected = await _pause_body(request)
+    try:
+        result = await service.pause(session_id, task_id, expected, resume=resume)
+    except ScheduleInputError as exc:
+        raise input_error(exc) from None
+    code = result.get("code")
+    if code == "schedule_not_found":
+        raise _not_found(task_id)
+    if code == "schedule_conflict":
+        return _conflict(service, session_id, task_id)
+    if code == "schedule_ended" and not result.get("changed"):
+        what = "resumed" if resume else "paused"
+        raise HttpError("schedule_ended", f"task {task_id!r} has ended; it cannot be {what}")
+    if code == "pause_unsupported":
+        raise HttpError(
+            "pause_unsupported",
+            "this host's store (the schedule.json document) cannot hold a paused task",
+        )
+    return json_response(result)
 
 
 async def delete_task(request: Request) -> Response:

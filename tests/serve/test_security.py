@@ -35,7 +35,9 @@ def operations() -> Iterator[tuple[str, str, bool]]:
 
 def test_the_document_lists_every_route() -> None:
     ops = list(operations())
-    assert len(ops) == 15  # with GET .../tasks/{id} and POST /v1/rules/preview (the web page)
+    # with GET .../tasks/{id} and POST /v1/rules/preview (the web page), and the four routes of
+    # pause and resume (their two tool routes and POST .../tasks/{id}/pause and .../resume)
+    assert len(ops) == 19
     assert {p for _, p, secured in ops if not secured} == {"/healthz", "/readyz"}
     assert all(p.startswith("/v1/") for _, p, secured in ops if secured)
 
@@ -131,7 +133,7 @@ def body_operations() -> Iterator[tuple[str, str]]:
 def test_an_oversized_body_is_413_on_every_body_route(api: Api) -> None:
     big = b'{"prompt":"' + b"x" * MAX_BODY_BYTES + b'"}'
     ops = list(body_operations())
-    assert len(ops) == 6  # with POST /v1/rules/preview (the web page)
+    assert len(ops) == 10  # with POST /v1/rules/preview (the web page) and pause | resume
     for method, path in ops:
         declared = api.client.request(method, path, content=big)
         assert declared.status_code == 413, (method, path)

@@ -9,6 +9,7 @@ below, which code outside :mod:`schedlog.host.stores` tests instead of a concret
 
 * :class:`InsertsMany`: several new tasks in one durable write (group commit);
 * :class:`WritesFromAnyThread`: writes may run on a writer thread;
+* :class:`HoldsPause`: can hold the paused state of a task (docs/protocol.md#pause);
 * :class:`CatalogRows`: the catalog's sort and filter fields without decoding a task;
 * :class:`OrdersCatalog`: the tasks in the catalog's order, filtered, by the store itself;
 * :class:`ClaimingStore`: shared by several hosts, which claim due tasks with a lease;
@@ -38,6 +39,7 @@ __all__ = [
     "CatalogRow",
     "CatalogRows",
     "ClaimingStore",
+    "HoldsPause",
     "InsertsMany",
     "LocalStore",
     "OrdersCatalog",
@@ -47,7 +49,9 @@ __all__ = [
     "StoredTask",
     "TaskStore",
     "WritesFromAnyThread",
+    "check_holdable",
     "require_postgres",
+    "store_pausable",
 ]
 
 
@@ -133,6 +137,31 @@ class WritesFromAnyThread(Protocol):
 
     @property
     def writes_from_any_thread(self) -> bool: ...
+
+
+@runtime_checkable
+class HoldsPause(Protocol):
+    """A store that can hold a paused task (``pausedAt``, docs/protocol.md#pause) when
+    ``pausable``: SQLite and PostgreSQL after their schema migration, never the JSON document
+    (docs/decisions.md#pause-and-resume). A store without it cannot pause."""
+
+    @property
+    def pausable(self) -> bool: ...
+
+
+def store_pausable(store: object) -> bool:
+    """Whether ``store`` can hold the paused state."""
+    return isinstance(store, HoldsPause) and store.pausable
+
+
+def check_holdable(task: Task, pausable: bool, path: Path | str) -> None:
+    """Refuse to write a paused task to a store that cannot hold the paused state: the write
+    fails (:class:`StoreWriteError`) instead of silently dropping the pause."""
+    if task.paused_at is not None and not pausable:
+        raise StoreWriteError(
+            f"cannot write paused task {task.id!r} to {path}: this store cannot hold a paused "
+            "task (docs/protocol.md#pause)"
+        )
 
 
 #: ``(scheduledAt epoch ms, id, sessionId, title or "", active)`` of one task.
@@ -221,14 +250,14 @@ class ClaimingStore(Protocol):
 
 def require_postgres() -> None:
     """Return when the PostgreSQL backend's driver (psycopg and its pool) imports; otherwise
-    raise ``malformed-medium`` saying what to install. The one place that says so: call it
+    raise ``backend-unavailable`` saying what to install. The one place that says so: call it
     before importing a ``pg_`` module or :mod:`schedlog.host.stores.postgres`."""
     try:
         import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
     except ImportError as exc:
         raise StoreOpenError(
-            "malformed-medium",
+            "backend-unavailable",
             f"the PostgreSQL backend needs psycopg ({exc}): pip install 'schedlog[postgres]'",
         ) from None
 
@@ -244,7 +273,10 @@ class StoreLock:
         self.path = Path(f"{path}.lock")
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-        except OSError as exc:  # a missing or unwritable directory: no traceback
+        except FileNotFoundError:
+            message = f"the directory of schedule store {path} does not exist"
+            raise StoreOpenError("store-not-found", message) from None
+        except OSError as exc:  # an unwritable directory: no traceback
             message = f"cannot lock {self.path}: {exc.strerror or exc}"
             raise StoreOpenError("malformed-medium", message) from None
         try:

@@ -59,6 +59,9 @@ class PostgresTaskStore(PgClaims):
     :meth:`commit_claimed` (which checks the lease and the row version).
     """
 
+    #: Schema version 4 holds paused tasks (:class:`~schedlog.host.stores.base.HoldsPause`).
+    pausable = True
+
     @classmethod
     def open(cls, url: str) -> PostgresTaskStore:
         """Check the schema version, then open the connection pool (no task is read)."""
