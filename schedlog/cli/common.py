@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TextIO, cast
 
+from schedlog.cli.run_log import CurrentStderr
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError
 from schedlog.rules.instants import DAY_MS, days_from_civil, days_in_month
 from schedlog.rules.text import js_dumps
@@ -74,21 +75,6 @@ def parse_request_instant(value: object, field: str = "now") -> int:
         offset_ms = (oh * 60 + om) * 60_000 * (-1 if off[0] == "-" else 1)
     local = days_from_civil(year, month, day) * DAY_MS + ((hour * 60 + minute) * 60 + second) * 1000
     return local + millis - offset_ms
-
-
-class CurrentStderr:
-    """Writes to whatever ``sys.stderr`` is at the time of each write. Diagnostics configured
-    by one in-process CLI call (an embedding host, a test) then never keep writing to a stream
-    that was swapped out and closed after that call."""
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
-
-    def isatty(self) -> bool:
-        return sys.stderr.isatty()
 
 
 def configure_diagnostics(stream: TextIO | None = None) -> None:

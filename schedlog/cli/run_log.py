@@ -20,16 +20,16 @@ only the standard library at the top; structlog and the rules layer load when us
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping, MutableMapping
 from datetime import datetime
 from typing import Any, Final, Literal, TextIO, cast
-
-from schedlog.cli.common import CurrentStderr
 
 __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
     "MESSAGE_PREFIX",
+    "CurrentStderr",
     "HumanRenderer",
     "add_run_log_args",
     "configure_run_logging",
@@ -146,6 +146,21 @@ class HumanRenderer:
 def _plain(event: str, fields: Mapping[str, Any]) -> str:
     rest = " ".join(f"{key}={value}" for key, value in fields.items())
     return f"{event} {rest}".rstrip()
+
+
+class CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of each write. Diagnostics configured
+    by one in-process CLI call (an embedding host, a test) then never keep writing to a stream
+    that was swapped out and closed after that call."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
 
 
 def configure_run_logging(
