@@ -318,13 +318,14 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     """The catalog as JSON Lines (one entry a line) with --json or when stdout is not a
     terminal, else a table (docs/cli.md#host-catalog)."""
     from schedlog.cli._cells import cell
+    from schedlog.host.catalog import catalog_order
     from schedlog.host.task import catalog_entry
 
     as_json = wants_json(args)
     stored = _read_tasks(args, as_json)
     if stored is None:
         return 1
-    tasks = sorted((st.task for st in stored), key=lambda t: (t.record.scheduled_at, t.id))
+    tasks = catalog_order(st.task for st in stored)
     entries = [catalog_entry(t) for t in tasks]
     if as_json:
         for entry in entries:

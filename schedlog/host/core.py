@@ -24,6 +24,7 @@ from schedlog.diagnostics import recovered_fields
 from schedlog.errors import ScheduleError
 from schedlog.eventlog.followups import build_followup
 from schedlog.framing import FramedReminder
+from schedlog.host.catalog import ordered_tasks
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member, occurrence
@@ -175,11 +176,7 @@ class HostCore:
 
     def catalog(self) -> list[dict[str, Any]]:
         """Every task as a catalog entry, by ``scheduledAt`` then ``id`` (code points)."""
-        tasks = sorted(
-            (st.task for st in self.store.tasks()),
-            key=lambda t: (t.record.scheduled_at, t.id),
-        )
-        return [catalog_entry(t) for t in tasks]
+        return [catalog_entry(t) for t in ordered_tasks(self.store)]
 
     def history(
         self, session_id: str, task_id: object, limit: object, before: object = ABSENT

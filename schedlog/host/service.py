@@ -3,7 +3,9 @@
 :class:`HostService` runs over a :class:`~schedlog.host.core.HostCore`: the operations over the
 asyncio FIFO (:class:`~schedlog.host.fifo.WriteFifo`: one worker runs create / update / delete /
 archive stop / delivery groups in arrival order, with group commit of consecutive creates), reads
-that do not queue, cancellation, disposal, and the host timer over an injected :class:`Clock`.
+that do not queue (the catalog of :mod:`schedlog.host.catalog`, explain and preview of
+:mod:`schedlog.host.explain` among them), cancellation, disposal, and the host timer over an
+injected :class:`Clock`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar, cast
 
 import structlog
@@ -28,10 +30,12 @@ from schedlog.host.batch import (
     burst_summary,
     chunks,
 )
-from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
+from schedlog.host.catalog import Catalog, CatalogQuery, Page, StatusOf, effective_status
+from schedlog.host.changes import ChangeListener, TaskChange, remote_change
 from schedlog.host.config import Retention
 from schedlog.host.core import CHANGED, HostCore, Outgoing
 from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
+from schedlog.host.explain import explain_task, preview_rule
 from schedlog.host.fifo import WriteFifo
 from schedlog.host.inflight import DEFAULT_LIMIT, SessionChains
 from schedlog.host.limits import check_session_id
@@ -53,15 +57,6 @@ __all__ = [
     "ServiceStopping",
 ]
 
-#: The change kinds another host's commit can report (``LISTEN`` payloads).
-_REMOTE_KINDS: Final[dict[str, ChangeKind]] = {
-    "created": "created",
-    "updated": "updated",
-    "deleted": "deleted",
-    "delivered": "delivered",
-    "paused": "paused",
-    "resumed": "resumed",
-}
 #: Back-off of the timer while a shared store cannot be reached (doubling up to the maximum).
 TIMER_BACKOFF_MS: Final = 100
 MAX_TIMER_BACKOFF_MS: Final = 5_000
@@ -119,6 +114,7 @@ class HostService:
         self._closed = False
         #: Writes, delivery groups and archive stop, one at a time in arrival order.
         self._fifo = WriteFifo(self.core, self._check_open)
+        self._catalog = Catalog(store, self.core)
         self._wake = asyncio.Event()
         self._drive_pending = auto_drive  # overdue tasks found at start-up are driven at once
         self._failed: set[str] = set()
@@ -239,6 +235,37 @@ class HostService:
         self._check_open()
         return self.core.catalog()
 
+    def open_catalog(self) -> None:
+        """Build the catalog's index now rather than at the first :meth:`catalog_page`."""
+        self._check_open()
+        self._catalog.open()
+
+    def catalog_page(self, query: CatalogQuery, status_of: StatusOf = effective_status) -> Page:
+        """One catalog page (``GET /v1/tasks``); ``status_of`` gives a task's status, for
+        the ``status`` filter (a delivery sink knows which tasks it is retrying)."""
+        self._check_open()
+        return self._catalog.page(query, status_of)
+
+    def explain(self, task_id: str, count: int) -> dict[str, Any] | None:
+        """The task's next ``count`` targets from now (docs/http-api.md); None when there is
+        no task ``task_id``."""
+        self._check_open()
+        st = self.core.store.get(task_id)
+        return None if st is None else explain_task(st.task, self.clock.now_ms(), count)
+
+    def preview(self, timing: Mapping[str, object], count: int) -> dict[str, Any]:
+        """An unsaved rule's record and next ``count`` targets from now
+        (docs/http-api.md#rule-preview); raises ``ScheduleInputError`` as ``schedule_create``."""
+        self._check_open()
+        return preview_rule(timing, self.clock.now_ms(), count)
+
+    def ping_store(self) -> None:
+        """Ask the store whether it answers (a store with a server; a file store always does).
+        Blocking: ``/readyz`` runs it on a thread, within the store's own bound."""
+        ping = getattr(self.core.store, "ping", None)
+        if ping is not None:
+            ping()
+
     def history(
         self, session_id: str, task_id: object, limit: object, before: object = ABSENT
     ) -> dict[str, Any]:
@@ -259,11 +286,8 @@ class HostService:
         """Another host committed a change (``LISTEN``): report it, and look for work again."""
         if self._stopping:
             return
-        kind = _REMOTE_KINDS.get(change.get("kind", ""))
-        if kind is not None and "id" in change and "sessionId" in change:
-            self.core._changed((TaskChange(change["id"], change["sessionId"], kind),))
-        else:
-            self.core._changed()
+        reported = remote_change(change)
+        self.core._changed(() if reported is None else (reported,))
         self.request_drive()
 
     def request_drive(self) -> None:
@@ -518,6 +542,7 @@ class HostService:
         await self._fifo.aclose()
         if self._batch is not None:  # idle: the FIFO has drained
             self._batch.close()
+        self._catalog.close()
         self.core.store.close()
         self._closed = True
 

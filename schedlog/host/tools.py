@@ -19,8 +19,8 @@ from schedlog.host.service import HostService
 from schedlog.host.storage_full import STORAGE_FULL_VALUE, is_storage_full, store_unavailable
 from schedlog.protocols import HOST
 from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST, check_every_seconds
-from schedlog.rules.records import check_prompt, check_title
 from schedlog.rules.text import is_trimmed
+from schedlog.rules.update import KIND_OF_SELECTOR, check_update_text
 from schedlog.tool_args import arguments_value
 
 __all__ = ["INTERNAL_ERROR", "PAUSE_TOOL_NAMES", "TOOL_NAMES", "HostTools", "pause_tool_id"]
@@ -45,15 +45,8 @@ MSG_UPDATE_NOTHING: Final = (
     "schedule_update needs a new title, prompt, or one of at, every_seconds, daily, weekly, "
     "or cron."
 )
-_UPDATE_SELECTORS: Final = ("at", "every_seconds", "daily", "weekly", "cron")
+_UPDATE_SELECTORS: Final = tuple(KIND_OF_SELECTOR)
 _UPDATE_KEYS: Final = frozenset({"id", "title", "prompt", *_UPDATE_SELECTORS})
-_CHANGE_KIND: Final = {
-    "at": "at",
-    "every_seconds": "every",
-    "daily": "daily",
-    "weekly": "weekly",
-    "cron": "cron",
-}
 
 _log = structlog.get_logger("schedlog.host")
 
@@ -151,10 +144,7 @@ class HostTools:
         task_id = _check_id(args.get("id"), MSG_UPDATE_ID)
         if not selectors and "title" not in args and "prompt" not in args:
             raise ScheduleInputError("invalid_selector", MSG_UPDATE_NOTHING)
-        if "title" in args:
-            check_title(args["title"])
-        if "prompt" in args:
-            check_prompt(args["prompt"])
+        check_update_text(args.get("title", ABSENT), args.get("prompt", ABSENT))
         if "every_seconds" in args:
             check_every_seconds(args["every_seconds"], MIN_EVERY_SECONDS_HOST)
         task = self.service.find(session_id, task_id)
@@ -165,7 +155,7 @@ class HostTools:
         change: object = ABSENT
         if selectors:
             key = selectors[0]
-            change = {"kind": _CHANGE_KIND[key], key: args[key]}
+            change = {"kind": KIND_OF_SELECTOR[key], key: args[key]}
         result = await self.service.update(
             session_id,
             task_id,

@@ -9,7 +9,7 @@ convert every response into the type named here, so a drift between a handler an
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -17,7 +17,6 @@ from msgspec import UNSET, Meta, UnsetType
 from schedlog.tool_schemas import Instant, Prompt, RecordId
 
 __all__ = [
-    "MAX_PAGE",
     "CatalogEntry",
     "CatalogPage",
     "ChangeEvent",
@@ -37,9 +36,6 @@ __all__ = [
     "UpdateBody",
     "UpdateConflict",
 ]
-
-#: The largest catalog page.
-MAX_PAGE: Final = 500
 
 Kind = Literal["after", "at", "every", "daily", "weekly", "cron"]
 Weekday = Annotated[int, Meta(ge=1, le=7)]

@@ -12,6 +12,8 @@ from typing import Any, Final
 import msgspec
 
 from schedlog.about import docs_url, package_version
+from schedlog.host.catalog import CATALOG_STATUSES, DEFAULT_CATALOG_PAGE, MAX_CATALOG_PAGE
+from schedlog.host.explain import MAX_EXPLAIN
 from schedlog.host.tool_schemas import (
     RESULT_TYPES,
     TOOLS,
@@ -26,9 +28,7 @@ from schedlog.host.tool_schemas import (
 )
 from schedlog.host.tools import TOOL_NAMES
 from schedlog.serve import bodies
-from schedlog.serve.bodies import MAX_PAGE
 from schedlog.serve.preview import PreviewBody, PreviewResult
-from schedlog.serve.routes import MAX_EXPLAIN, STATUSES
 from schedlog.serve.signin import CODE_TTL_S, SigninCode, SigninExchange, SigninToken
 
 __all__ = ["REF", "openapi"]
@@ -260,7 +260,9 @@ def _signin_paths() -> dict[str, Any]:
 def openapi() -> dict[str, Any]:
     """The OpenAPI 3.1 document (built once; treat it as read-only)."""
     _, components = msgspec.json.schema_components((*_BODY_TYPES, *_tool_types()), ref_template=REF)
-    limit = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}
+    limit = {"type": "integer", "minimum": 1, "maximum": MAX_CATALOG_PAGE}
+    per_page = f"Entries per page, 1-{MAX_CATALOG_PAGE} (default {DEFAULT_CATALOG_PAGE})."
+    statuses = {"enum": list(CATALOG_STATUSES)}
     paths: dict[str, Any] = {
         **_tool_paths(),
         **_signin_paths(),
@@ -269,10 +271,10 @@ def openapi() -> dict[str, Any]:
                 "catalog",
                 {"200": _json("One catalog page.", _ref(bodies.CatalogPage))},
                 parameters=[
-                    _query("limit", limit, f"Entries per page, 1-{MAX_PAGE} (default 100)."),
+                    _query("limit", limit, per_page),
                     _query("cursor", {"type": "string"}, "nextCursor of the previous page."),
                     _query("sessionId", {"type": "string"}, "Only this session's tasks."),
-                    _query("status", {"enum": list(STATUSES)}, "Only tasks with this status."),
+                    _query("status", statuses, "Only tasks with this status."),
                     _query("title", {"type": "string"}, "Title substring (case-insensitive)."),
                     _query("order", {"enum": ["asc", "desc"]}, "By next target (default asc)."),
                 ],

@@ -369,7 +369,9 @@ def test_a_delivery_whose_session_lock_was_lost_sends_nothing(url: str) -> None:
         sql(
             url,
             "SELECT pg_terminate_backend(l.pid) FROM pg_locks l "
-            "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()",
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid() "
+            # only this test's database: other runs on the server hold advisory locks too
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
         )
 
     async def main() -> tuple[list[Any], list[Any]]:

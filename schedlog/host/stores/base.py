@@ -11,6 +11,7 @@ below, which code outside :mod:`schedlog.host.stores` tests instead of a concret
 * :class:`WritesFromAnyThread`: writes may run on a writer thread;
 * :class:`HoldsPause`: can hold the paused state of a task (docs/protocol.md#pause);
 * :class:`CatalogRows`: the catalog's sort and filter fields without decoding a task;
+* :class:`OrdersCatalog`: the tasks in the catalog's order, filtered, by the store itself;
 * :class:`ClaimingStore`: shared by several hosts, which claim due tasks with a lease;
 * :class:`LocalStore`: written by this process only, so an in-memory index of it stays exact.
 
@@ -34,12 +35,14 @@ from schedlog.files import FILE_MODE
 from schedlog.host.task import Task
 
 __all__ = [
+    "CatalogKey",
     "CatalogRow",
     "CatalogRows",
     "ClaimingStore",
     "HoldsPause",
     "InsertsMany",
     "LocalStore",
+    "OrdersCatalog",
     "StoreLock",
     "StoreLockedError",
     "StoreUnavailableError",
@@ -177,6 +180,33 @@ class CatalogRows(Protocol):
     """A store that reads the catalog fields of every task straight from its storage."""
 
     def catalog_rows(self) -> list[CatalogRow]: ...
+
+
+#: ``(scheduledAt epoch ms, id)``: the catalog's order (ids by code point), and a cursor in it.
+CatalogKey = tuple[int, str]
+
+
+@runtime_checkable
+class OrdersCatalog(Protocol):
+    """A store that lists its tasks in the catalog's order itself (the PostgreSQL store, by
+    SQL), so a catalog page decodes only the tasks near its cursor."""
+
+    def catalog_tasks(
+        self,
+        after: CatalogKey | None = None,
+        *,
+        descending: bool = False,
+        session_id: str | None = None,
+        active: bool | None = None,
+        title: str | None = None,
+        batch: int = 1000,
+    ) -> Iterator[StoredTask]:
+        """Every task after ``after`` (exclusive; before it when ``descending``) by
+        ``(scheduledAt, id)``, of ``session_id`` and with ``active`` when they are given.
+        ``title`` (casefolded) lets the store skip tasks whose title cannot contain it; the
+        caller still checks the title of those it gets. ``batch`` is how many the caller
+        expects to read (a page and one more)."""
+        ...
 
 
 @runtime_checkable

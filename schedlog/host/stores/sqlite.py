@@ -78,7 +78,7 @@ FROM tasks WHERE json_extract(body, '$.status') IS NOT 'inactive'
   AND json_extract(body, '$.pausedAt') IS NULL ORDER BY seq
 """
 # The catalog's sort and filter keys of every task in one table scan (the HTTP catalog index,
-# schedlog.serve.catalog_index). Rows with a backslash anywhere in the body are flagged and
+# schedlog.host.catalog). Rows with a backslash anywhere in the body are flagged and
 # decoded instead, so an escaped member name or value can never be misread.
 _CATALOG_ROWS: Final = """
 SELECT id, session_id, json_extract(body, '$.record.scheduledAt'),
