@@ -205,17 +205,28 @@ def recovered_fields(member: Member, message_id: str) -> dict[str, str]:
     }
 
 
-def sent_fields(session_id: str, message_id: str, members: Iterable[Member]) -> dict[str, Any]:
+def sent_fields(
+    session_id: str,
+    message_id: str,
+    members: Iterable[Member],
+    delivered_at: int | None = None,
+) -> dict[str, Any]:
     """The fields of ``delivery.sent``: the session, the message id and its members in framing
-    order, with the human ``message``."""
-    reminders = [{"id": m.id, "occurrenceAt": format_instant(m.occurrence_at)} for m in members]
+    order, with the human ``message``. Given ``delivered_at`` (epoch ms), also ``latenessMs``:
+    how long after the latest member's occurrence the message was committed."""
+    listed_members = list(members)
+    reminders = [
+        {"id": m.id, "occurrenceAt": format_instant(m.occurrence_at)} for m in listed_members
+    ]
     listed = ", ".join(f"{r['id']} at {r['occurrenceAt']}" for r in reminders)
-    return {
-        "sessionId": session_id,
-        "messageId": message_id,
-        "reminders": reminders,
-        "message": f"schedule: delivered to {session_id}: {listed} as {message_id}",
-    }
+    message = f"schedule: delivered to {session_id}: {listed} as {message_id}"
+    out: dict[str, Any] = {"sessionId": session_id, "messageId": message_id, "reminders": reminders}
+    if delivered_at is not None and listed_members:
+        late = max(0, delivered_at - max(m.occurrence_at for m in listed_members))
+        out["latenessMs"] = late
+        message += f" ({late} ms late)"
+    out["message"] = message
+    return out
 
 
 def failure_fields(what: str, error: BaseException | str) -> dict[str, str]:

@@ -137,6 +137,7 @@ class HostService:
         self._failed: set[str] = set()
         self._scan_failed = False
         self._delivery_listeners: list[Callable[[Delivered], None]] = []
+        self._failure_listeners: list[Callable[[GroupFailed], None]] = []
         self._worker = asyncio.get_running_loop().create_task(self._run_fifo())
         self._timer: asyncio.Task[None] | None = None
         if auto_drive:
@@ -353,6 +354,11 @@ class HostService:
         self._delivery_listeners.append(listener)
         return lambda: self._delivery_listeners.remove(listener)
 
+    def subscribe_failures(self, listener: Callable[[GroupFailed], None]) -> Callable[[], None]:
+        """Call ``listener(failure)`` after each delivery group that failed (metrics)."""
+        self._failure_listeners.append(listener)
+        return lambda: self._failure_listeners.remove(listener)
+
     async def _deliver(self, group: Group) -> Delivered | None:
         post = self._post
         if post is None:
@@ -397,6 +403,8 @@ class HostService:
         return skip
 
     def _unacknowledged(self, exc: GroupFailed) -> None:
+        for listener in list(self._failure_listeners):
+            listener(exc)
         _log.warning(
             "delivery.unacknowledged",
             ids=list(exc.ids),
@@ -524,6 +532,21 @@ class HostService:
         await asyncio.gather(self._worker, return_exceptions=True)
         if self._writer is not None:  # idle: the FIFO has drained
             self._writer.shutdown(wait=True)
+        self.core.store.close()
+        self._closed = True
+
+    def abandon(self) -> None:
+        """Stop at once, without waiting for the slot in flight (a stop that timed out): its
+        reminders stay due in the store, and a shared store's claims are handed back by
+        :meth:`close <schedlog.host.stores.base.TaskStore.close>`. Idempotent."""
+        if self._closed:
+            return
+        self._stopping = True
+        for task in (self._timer, self._worker):
+            if task is not None:
+                task.cancel()
+        if self._writer is not None:
+            self._writer.shutdown(wait=False, cancel_futures=True)
         self.core.store.close()
         self._closed = True
 

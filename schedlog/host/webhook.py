@@ -44,7 +44,12 @@ TIMESTAMP_HEADER: Final = "Schedlog-Timestamp"
 
 
 class WebhookError(Exception):
-    """The receiver did not acknowledge: a non-2xx answer, a timeout or a refused connection."""
+    """The receiver did not acknowledge: a non-2xx answer (``kind`` "refused"), a timeout
+    ("timeout") or a connection that failed ("unreachable")."""
+
+    def __init__(self, message: str, kind: str = "refused") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def payload(outgoing: Outgoing) -> bytes:
@@ -122,9 +127,11 @@ class WebhookSink:
         try:
             response = await self._client.post(self.url, content=body, headers=headers)
         except httpx.TimeoutException:
-            raise WebhookError("the webhook receiver timed out") from None
+            raise WebhookError("the webhook receiver timed out", "timeout") from None
         except httpx.HTTPError as exc:
-            raise WebhookError(f"the webhook receiver is unreachable: {exc}") from None
+            raise WebhookError(
+                f"the webhook receiver is unreachable: {exc}", "unreachable"
+            ) from None
         if not 200 <= response.status_code < 300:
             raise WebhookError(f"the webhook receiver answered {response.status_code}")
 
