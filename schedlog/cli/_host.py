@@ -235,11 +235,14 @@ async def run_host(
     if metrics is not None:
         metrics.watch(service)
         try:
-            stop_metrics = _listen_metrics(opts, metrics)
+            stop_metrics, metrics_url = _listen_metrics(opts, metrics)
         except ScheduleError as exc:
             await service.aclose()
             sessions.close()
             return _refuse(exc, stream, log_format)
+        log.info(
+            "metrics.listening", url=metrics_url, message=f"schedule: metrics at {metrics_url}"
+        )
     target = start_fields(service.core.next_target())
     fields: dict[str, Any] = {
         "store": str(store.path),
@@ -248,9 +251,16 @@ async def run_host(
         "active": service.core.active_count(),
         **target,
     }
-    if opts.metrics_listen is not None:
-        fields["metrics"] = opts.metrics_listen
-    log.info("host.started", message=started_message("host", fields), **fields)
+    log.info(
+        "host.started",
+        message=started_message("host", fields),
+        store=fields["store"],
+        backend=fields["backend"],
+        sessions=sessions_dir,
+        active=fields["active"],
+        nextTarget=target["nextTarget"],
+        nextTargetLocal=target["nextTargetLocal"],
+    )
     try:
         await stop.wait()
     finally:
@@ -293,19 +303,20 @@ def _metrics_for(opts: RunOptions, backend: str, store: TaskStore) -> HostMetric
     return metrics
 
 
-def _listen_metrics(opts: RunOptions, metrics: HostMetrics) -> Callable[[], None]:
+def _listen_metrics(opts: RunOptions, metrics: HostMetrics) -> tuple[Callable[[], None], str]:
     from schedlog.cli._serve import parse_listen
     from schedlog.host.metrics import serve_metrics
 
     assert opts.metrics_listen is not None
     host, port = parse_listen(opts.metrics_listen)
     try:
-        _port, stop = serve_metrics(host, port, metrics)
+        bound, stop = serve_metrics(host, port, metrics)
     except OSError as exc:
         raise ScheduleError(
             "listen-failed", f"cannot listen on --metrics-listen {opts.metrics_listen}: {exc}"
         ) from None
-    return stop
+    shown = f"[{host}]" if ":" in host else host
+    return stop, f"http://{shown}:{bound}/metrics"
 
 
 async def _run_host(args: argparse.Namespace, log_format: str) -> int:

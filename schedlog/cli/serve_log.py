@@ -48,17 +48,18 @@ class DeliveryLines:
     def sent(self, message: Delivered) -> None:
         self.delivered += 1
         now = None if self._service is None else self._service.clock.now_ms()
-        fields = sent_fields(message.session_id, message.message_id, message.members, now)
-        _log.info("delivery.sent", **fields)
+        _log.info(
+            "delivery.sent",
+            **sent_fields(message.session_id, message.message_id, message.members, now),
+        )
 
 
 class ServeRunLog(DeliveryLines):
-    """:class:`DeliveryLines` plus ``host.started`` and ``host.stopped`` of ``host serve``."""
+    """:class:`DeliveryLines` plus ``serve.started`` and ``serve.stopped`` of ``host serve``."""
 
     def started(self, url: str, args: argparse.Namespace, service: HostService | None) -> None:
         core = None if service is None else service.core
         fields: dict[str, Any] = {
-            "command": "serve",
             "url": f"{url}/v1",
             "store": str(core.store.path) if core is not None else args.store,
             "backend": select_backend(args.store, args.backend),
@@ -67,12 +68,22 @@ class ServeRunLog(DeliveryLines):
             "active": core.active_count() if core is not None else 0,
             **start_fields(core.next_target() if core is not None else None),
         }
-        _log.info("host.started", message=serve_started_message(fields), **fields)
+        _log.info(
+            "serve.started",
+            url=fields["url"],
+            store=fields["store"],
+            backend=fields["backend"],
+            sessions=fields["sessions"],
+            deliverTo=fields["deliverTo"],
+            active=fields["active"],
+            nextTarget=fields["nextTarget"],
+            nextTargetLocal=fields["nextTargetLocal"],
+            message=serve_started_message(fields),
+        )
 
     def stopped(self, requests: int) -> None:
         _log.info(
-            "host.stopped",
-            command="serve",
+            "serve.stopped",
             message=serve_stopped_message(self.delivered, requests),
             delivered=self.delivered,
             requests=requests,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import structlog
 from starlette.routing import BaseRoute, Match, Mount, Route
@@ -39,7 +39,7 @@ def route_template(routes: list[BaseRoute], scope: Scope) -> str:
 
 
 class AccessLog:
-    """Logs ``http.request`` at info (at warning for a 5xx) and calls ``count(route, status)``
+    """Logs ``http.request`` (info) and calls ``count(route, status)``
     once per request, when its response has ended (or the client went away)."""
 
     def __init__(
@@ -81,6 +81,11 @@ class AccessLog:
             self._count(route, status)
         ms = round(seconds * 1000, 1)
         shown = status if status else "no response"
-        fields: dict[str, Any] = {"method": method, "route": route, "status": status, "ms": ms}
-        log = _log.warning if status >= 500 or status == 0 else _log.info
-        log("http.request", message=f"schedule: {method} {route} {shown} {ms} ms", **fields)
+        _log.info(
+            "http.request",
+            method=method,
+            route=route,
+            status=status,
+            ms=ms,
+            message=f"schedule: {method} {route} {shown} {ms} ms",
+        )
