@@ -191,12 +191,11 @@ def test_metrics_need_the_token_by_default(tmp_path: Path) -> None:
 def test_a_sessions_path_that_is_a_file_is_refused_at_start(tmp_path: Path) -> None:
     not_dir = tmp_path / "sessions"
     not_dir.write_text("x")
-    for command in (["host", "serve"], ["host", "run"]):
+    base = [sys.executable, "-c", RUNNER, "host"]
+    where = ["--store", str(tmp_path / "s.db"), "--sessions", str(not_dir)]
+    for command in (["serve", *where, "--listen", "127.0.0.1:0"], ["run", *where]):
         done = subprocess.run(
-            [sys.executable, "-c", RUNNER, *command, "--store", str(tmp_path / "s.db")]
-            + ["--sessions", str(not_dir), "--listen", "127.0.0.1:0"][
-                : 4 if "serve" in command else 2
-            ],
+            [*base, *command],
             capture_output=True,
             text=True,
             timeout=60,
