@@ -151,3 +151,39 @@ def test_sigterm_in_a_burst_loses_and_duplicates_nothing(tmp_path: Path) -> None
     batch.close()
     after = _delivered(sessions)
     assert set(after) == set(ids) and all(count == 1 for count in after.values())
+
+
+def test_sigterm_in_a_burst_of_host_serve_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    from tests.serve.process import start_serve
+
+    store, sessions = str(tmp_path / "store.db"), tmp_path / "sessions"
+    due_at = time.time_ns() // 1_000_000 + 2000
+    ids = _create_burst(store, str(sessions), due_at)
+    server = start_serve(
+        store, ["--sessions", str(sessions), "--stop-timeout", str(STOP_TIMEOUT_S)]
+    )
+
+    def first_delivery() -> bool:
+        return any('"delivery.sent"' in line for line in list(server.stderr))
+
+    deadline = time.monotonic() + 30
+    while not first_delivery() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert first_delivery(), server.stderr
+    stopped_at = time.monotonic()
+    code, stderr = server.stop(signal.SIGTERM, timeout=60)
+    took = time.monotonic() - stopped_at
+    assert code == 0, stderr
+    assert took < STOP_TIMEOUT_S, took
+    events = [json.loads(line) for line in stderr.splitlines()]
+    assert events[-1]["event"] == "serve.stopped"
+    before = _delivered(sessions)
+    assert all(count == 1 for count in before.values()), before.most_common(3)
+    assert 0 < len(before) < TASKS, len(before)
+    assert events[-1]["delivered"] <= len(before)
+    opened = open_store(store)
+    try:
+        active = {st.task.id for st in opened.tasks() if st.task.active}
+    finally:
+        opened.close()
+    assert active == set(ids) - set(before)
