@@ -106,7 +106,7 @@ def test_json_logs_and_metrics_follow_a_scripted_run(tmp_path: Path) -> None:
     assert start["active"] == 0 and start["nextTarget"] is None
     (sent,) = [e for e in events if e["event"] == "delivery.sent"]
     assert sent["reminders"][0]["id"] == good
-    assert isinstance(sent["latenessMs"], int) and 0 <= sent["latenessMs"] < 5000
+    assert isinstance(sent["latenessMs"], int) and 0 <= sent["latenessMs"] < 30_000
     failures = [e for e in events if e["event"] == "delivery.unacknowledged"]
     assert len(failures) >= 3 and all(f["ids"] == [broken] for f in failures)
     access = [e for e in events if e["event"] == "http.request"]
