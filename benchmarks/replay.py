@@ -5,14 +5,16 @@ Run from the repository root (schedlog installed, e.g. ``pip install -e .``)::
     python -m benchmarks.replay [--events 200000] [--seed 7] [--repeat 3] [--warmup 1] [--keep DIR]
                                 [--logs heavy-compact,...] [--cache DIR] [--no-upstream]
     python -m benchmarks.replay --corpus 3000 [--seed 7] [--repeat 3] ...
-    python -m benchmarks.replay --open [--events 200000] [--repeat 3] ...
+    python -m benchmarks.replay --open [--events 200000] [--repeat 3] [--baseline DIR] ...
 
 ``--corpus N`` instead writes a folder of N small valid logs (20-200 chat events each, about
 10% schedule changes) and times ``schedlog validate --json DIR`` against one Node process that
 folds every log of the folder and prints each full result (target: at least 3x). ``--open``
 times ``schedlog session batch --log COPY`` answering one ``schedule_list`` (the session open,
 on a fresh copy of the chat-compact log each run) against ``replay --json`` of the same log
-(target: at most 2x replay, and 0.4 s).
+(target: at most 2x replay, and 0.4 s); with ``--baseline DIR`` (a source tree holding an
+older ``schedlog/``, e.g. ``git archive COMMIT schedlog | tar -x -C DIR``) both processes also
+run with that tree first on ``PYTHONPATH``, interleaved with this tree's.
 
 By default it writes five session logs of ``--events`` events (after the header) from fixed seeds:
 
@@ -604,32 +606,41 @@ def bench_open(args: argparse.Namespace, workdir: Path) -> None:
     write_log(log, values, js_dumps)
     print(f"\nopen: {log} ({args.events:,} events, {log.stat().st_size / 1e6:.1f} MB)")
     schedlog = _schedlog_command()
-    processes = {
-        "replay": [*schedlog, "replay", "--json", "--log", str(log)],
-        "session-open": [
-            "sh",
-            "-c",
-            f"exec {schedlog[0]} session batch --log {copy} < {workdir / 'open.in'}",
-        ],
-    }
+    trees = {"": []} if args.baseline is None else {"": [], "-before": _baseline_env(args)}
+    processes: dict[str, list[str]] = {}
+    for suffix, env in trees.items():
+        processes["replay" + suffix] = [*env, *schedlog, "replay", "--json", "--log", str(log)]
+        batch = f"exec {' '.join(env)} {schedlog[0]} session batch --log {copy}"
+        processes["session-open" + suffix] = ["sh", "-c", f"{batch} < {workdir / 'open.in'}"]
     (workdir / "open.in").write_bytes(OPEN_REQUEST)
 
     def fresh(process: str) -> None:
-        if process == "session-open":
+        if process.startswith("session-open"):
             shutil.copyfile(log, copy)
 
     wall, cpu, outputs = _timed_rounds(processes, args.warmup, args.repeat, before=fresh)
-    answer = json.loads(outputs["session-open"])
-    assert len(answer["ok"]) == len(_active_of_replay(outputs["replay"])), answer
     print(f"  whole process, {args.repeat} interleaved runs: wall s median (min), CPU s median")
     _print_medians(wall, cpu)
-    opened = statistics.median(wall["session-open"])
-    ratio = opened / statistics.median(wall["replay"])
-    mark = "ok" if ratio <= 2.0 and opened <= 0.4 else "BELOW TARGET"
-    print(
-        f"  open / replay {ratio:.2f}x (target <= 2.0), open {opened:.3f} s (target <= 0.4) "
-        f"{mark}, load average {os.getloadavg()[0]:.1f}"
-    )
+    for suffix in trees:
+        answer = json.loads(outputs["session-open" + suffix])
+        assert len(answer["ok"]) == len(_active_of_replay(outputs["replay" + suffix])), answer
+        opened = statistics.median(wall["session-open" + suffix])
+        ratio = opened / statistics.median(wall["replay" + suffix])
+        mark = "ok" if ratio <= 2.0 and opened <= 0.4 else "BELOW TARGET"
+        print(
+            f"  {suffix.strip('-') or 'this tree'}: open / replay {ratio:.2f}x (target <= 2.0),"
+            f" open {opened:.3f} s (target <= 0.4) {mark}, load average"
+            f" {os.getloadavg()[0]:.1f}"
+        )
+
+
+def _baseline_env(args: argparse.Namespace) -> list[str]:
+    """The prefix that runs a child with the ``--baseline`` tree's ``schedlog`` package first
+    on its path (a source tree holding ``schedlog/``, e.g. from ``git archive``)."""
+    tree = Path(args.baseline).resolve()
+    if not (tree / "schedlog" / "__init__.py").is_file():
+        raise SystemExit(f"--baseline {tree}: no schedlog/ package there")
+    return ["env", f"PYTHONPATH={tree}"]
 
 
 def bench_log(
@@ -713,6 +724,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--open", action="store_true", help="only: open a session (session batch) vs replay"
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="with --open: also time the schedlog/ package of this source tree, interleaved",
     )
     default_cache = Path.home() / ".cache" / "schedlog" / "dsh-schedule-0.1.0-rc.8"
     parser.add_argument(

@@ -31,13 +31,13 @@ NAMES: Final = frozenset(
         # schedlog/runtime/delivery.py
         "session.after_followup",  # follow-up event appended, no dispatch yet
         "session.after_dispatch",  # after each dispatch append (before the next / the barrier)
-        # schedlog/host/service.py
+        # schedlog/host/core.py
         "host.after_followup",  # follow-up appended and fsynced, no task committed yet
         "host.after_commit",  # after each member's task commit (before the next)
-        # schedlog/host/store_json.py
+        # schedlog/host/stores/json.py
         "json_store.before_rename",  # temporary document written and fsynced, not renamed
         "json_store.before_dir_fsync",  # renamed over the store, directory not fsynced
-        # schedlog/host/store_sqlite.py
+        # schedlog/host/stores/sqlite.py
         "sqlite_store.in_transaction",  # statement run inside BEGIN IMMEDIATE, no COMMIT
     }
 )

@@ -168,6 +168,14 @@ EVENTS: Final[dict[str, EventSpec]] = {
         "both protocols: a member was found already delivered (recovered)",
         "schedule: reminder <id> at <occurrenceAt> already delivered as <messageId>",
     ),
+    "delivery.superseded": EventSpec(
+        "info",
+        ("id",),
+        "host serve --deliver-to: a reminder was edited or deleted while its POST was in flight; "
+        "the edit stands and nothing is committed for it",
+        "schedule: reminder <id> was edited or deleted while its follow-up was being posted; "
+        "the edit stands and nothing is committed",
+    ),
     "delivery.unacknowledged": EventSpec(
         "warning",
         ("ids", "error"),

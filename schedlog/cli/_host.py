@@ -24,8 +24,10 @@ from schedlog.absent import ABSENT
 from schedlog.cli.common import (
     configure_diagnostics,
     parse_request_instant,
+    report_error,
     require,
     run_batch,
+    wants_json,
     write_json_line,
 )
 from schedlog.cli.run_log import (
@@ -41,10 +43,10 @@ from schedlog.host.endpoint import with_serve_hint
 from schedlog.host.remote import REMOTE_OPERATIONS, call_remote
 from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory, SessionsPathError, check_sessions_path
-from schedlog.host.stores.base import TaskStore
-from schedlog.host.stores.open import Backend, open_store, select_backend
+from schedlog.host.stores.base import StoredTask, TaskStore
+from schedlog.host.stores.open import Backend, open_store, read_tasks, select_backend
 from schedlog.host.tools import TOOL_NAMES, HostTools
-from schedlog.rules.text import printable
+from schedlog.rules.text import js_dumps, printable
 
 if TYPE_CHECKING:
     from schedlog.host.metrics import HostMetrics
@@ -382,6 +384,17 @@ def _open_for_read(args: argparse.Namespace) -> TaskStore | None:
         return None
 
 
+def _read_tasks(args: argparse.Namespace, as_json: bool) -> list[StoredTask] | None:
+    """The store's tasks for a read command, read beside a service that holds the store
+    (docs/decisions.md, "Readers beside a writer"); None when it is refused, reported as
+    ``{"error"}`` on stdout (JSON) or ``error: …`` on stderr (a terminal)."""
+    try:
+        return read_tasks(args.store, args.backend)
+    except StoreOpenError as exc:
+        report_error(f"schedlog host {args.host_command}", exc.to_value(), as_json)
+        return None
+
+
 def _table(cells: list[list[str]], header: list[str]) -> str:
     rows = [[printable(c) for c in r] for r in cells]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -390,21 +403,20 @@ def _table(cells: list[list[str]], header: list[str]) -> str:
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
+    """The catalog as JSON Lines (one entry a line) with --json or when stdout is not a
+    terminal, else a table (docs/cli.md#host-catalog)."""
     from schedlog.cli._cells import cell
     from schedlog.host.task import catalog_entry
 
-    store = _open_for_read(args)
-    if store is None:
+    as_json = wants_json(args)
+    stored = _read_tasks(args, as_json)
+    if stored is None:
         return 1
-    try:
-        tasks = sorted(
-            (st.task for st in store.tasks()), key=lambda t: (t.record.scheduled_at, t.id)
-        )
-        entries = [catalog_entry(t) for t in tasks]
-    finally:
-        store.close()
-    if args.json:
-        write_json_line(entries)
+    tasks = sorted((st.task for st in stored), key=lambda t: (t.record.scheduled_at, t.id))
+    entries = [catalog_entry(t) for t in tasks]
+    if as_json:
+        for entry in entries:
+            write_json_line(entry)
         return 0
     rows = [
         [e["scheduledAt"], e["status"], e["kind"], cell(e["sessionId"]), e["id"], cell(e["title"])]
@@ -415,16 +427,15 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    """A history page as JSON with --json or when stdout is not a terminal, else a table."""
     from schedlog.errors import ScheduleInputError
     from schedlog.host.history import check_limit, history_page
 
-    store = _open_for_read(args)
-    if store is None:
+    as_json = wants_json(args)
+    stored = _read_tasks(args, as_json)
+    if stored is None:
         return 1
-    try:
-        st = store.get(args.id)
-    finally:
-        store.close()
+    st = next((s for s in stored if s.task.id == args.id), None)
     try:
         limit = check_limit(args.limit)
         if st is None or st.task.session_id != args.session:
@@ -433,12 +444,22 @@ def cmd_history(args: argparse.Namespace) -> int:
             page = history_page(
                 st.task, limit, args.before, Retention(), has_before=args.before is not None
             )
-    except ScheduleInputError as exc:
-        write_json_line({"error": exc.to_value()})
-        return 1
-    if args.json or "code" in page:
+    except ScheduleInputError as exc:  # a --limit outside 1-100: a usage error
+        error = exc.to_value()
+        error["message"] = f"--limit {js_dumps(args.limit)}: {error['message']}"
+        report_error("schedlog host history", error, bool(args.json))
+        return 2
+    if as_json:
         write_json_line(page)
         return 1 if "code" in page else 0
+    if "code" in page:
+        message = (
+            f"no task {js_dumps(args.id)} in session {js_dumps(args.session)}"
+            if page["code"] == "schedule_not_found"
+            else f"--before {js_dumps(args.before)} is not in the task's saved history"
+        )
+        report_error("schedlog host history", {"code": page["code"], "message": message}, False)
+        return 1
     rows = [
         [r["deliveredAt"], r["scheduledAt"], r["messageId"], r.get("prompt", "")]
         for r in page["records"]
@@ -464,5 +485,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return 1
     finally:
         store.close()
+    if args.dry_run:  # nothing was written, and the ids a real run makes are new ones
+        result = {"dryRun": True, "wouldCreate": result["created"], "skipped": result["skipped"]}
     write_json_line(result)
     return 0

@@ -7,14 +7,17 @@ imports the command module back.
 These commands never deliver reminders. ``validate`` and ``replay`` only read; ``repair`` only
 truncates a torn tail, and never touches a log with a corrupt complete line. Output is the
 JSON Lines of docs/cli.md#schedlog with ``--json`` or whenever stdout is not a terminal, and a human
-table on a terminal. Exit status: 0 success, 1 a checked file failed, 2 usage error.
+table on a terminal. Exit status (docs/cli.md#exit-status): 0 success, 1 a checked file failed,
+2 a usage error (with ``--json``, as an ``{"error"}`` line on stdout).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +27,7 @@ from typing import Any, Final, TextIO
 import msgspec
 
 from schedlog.cli._split import fork_map, fork_split, split_available, usable_cores
-from schedlog.cli.common import InvalidRequest, parse_request_instant, write_json_line
+from schedlog.cli.common import InvalidRequest, parse_request_instant, wants_json, write_json_line
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import LogContents
 from schedlog.eventlog.reader import read_log as _read_log
@@ -34,6 +37,7 @@ from schedlog.invariant.logs import validate_log
 from schedlog.protocols import SESSION_LOCAL
 from schedlog.rules.instants import format_instant, format_instants, is_representable
 from schedlog.rules.record import Record
+from schedlog.rules.text import js_dumps
 
 __all__ = [
     "POOL_MIN",
@@ -42,13 +46,16 @@ __all__ = [
     "LogReader",
     "StoreValidator",
     "check_session_log",
-    "cmd_repair",
     "cmd_replay",
     "cmd_validate",
+    "error_value",
+    "human_failure",
+    "log_path_error",
     "parse_at",
     "read_summary",
     "replay_report",
     "validate_report",
+    "wants_json",
 ]
 
 #: More files than this and ``validate`` reports its progress on stderr.
@@ -79,6 +86,8 @@ class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
     state: FoldState | None = None  #: None unless the log is valid
     error: CorruptLogError | None = None
     read_error: str | None = None
+    #: ``session_log_not_regular`` or ``session_log_unreadable`` with ``read_error``
+    read_code: str = "session_log_unreadable"
 
     @property
     def ok(self) -> bool:
@@ -119,7 +128,11 @@ def _check(path: str, read_log: LogReader | None, split: bool) -> LogCheck:
             read_log = read_summary
         contents = read_log(path)
     except OSError as exc:
-        return LogCheck(path=path, read_error=f"cannot read {path}: {exc.strerror or exc}")
+        code = "session_log_unreadable"
+        if exc.errno in (errno.EISDIR, errno.ENXIO, errno.ELOOP):
+            code = "session_log_not_regular"
+        message = f"cannot read {js_dumps(path)}: {exc.strerror or exc}"
+        return LogCheck(path=path, read_error=message, read_code=code)
     try:
         state = validate_log(contents)
     except CorruptLogError as exc:
@@ -127,9 +140,9 @@ def _check(path: str, read_log: LogReader | None, split: bool) -> LogCheck:
     return LogCheck(path=path, contents=contents, state=state)
 
 
-def _error_value(check: LogCheck) -> dict[str, Any]:
+def error_value(check: LogCheck) -> dict[str, Any]:
     if check.read_error is not None:
-        return {"code": "internal_error", "message": check.read_error}
+        return {"code": check.read_code, "message": check.read_error}
     exc = check.error
     assert exc is not None
     message = exc.message if exc.path == "$" else f"{exc.message} - at `{exc.path}`"
@@ -151,22 +164,39 @@ def validate_report(check: LogCheck) -> dict[str, Any]:
         "active": len(check.state.active) if check.state is not None else None,
     }
     if not check.ok:
-        report["error"] = _error_value(check)
+        report["error"] = error_value(check)
     return report
 
 
 # --- output helpers ---------------------------------------------------------------------------
 
 
-def _wants_json(args: argparse.Namespace, out: TextIO) -> bool:
-    return bool(args.json) or not out.isatty()
-
-
-def _usage_error(args: argparse.Namespace, message: str) -> int:
+def _usage_error(args: argparse.Namespace, message: str, code: str = "invalid_request") -> int:
+    """Exit status 2 (docs/cli.md#exit-status): with ``--json`` the ``{"error"}`` line on
+    stdout, else the usage and ``PROG: error: MESSAGE`` on stderr."""
+    if args.json:
+        write_json_line({"error": {"code": code, "message": message}})
+        return 2
     parser: argparse.ArgumentParser = args.logs_parser
     parser.print_usage(sys.stderr)
-    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    suffix = "" if code == "invalid_request" else f" ({code})"
+    print(f"{parser.prog}: error: {message}{suffix}", file=sys.stderr)
     return 2
+
+
+def log_path_error(args: argparse.Namespace) -> int | None:
+    """Exit 2 unless ``--log`` names a regular file (or a FIFO: read as it comes)."""
+    try:
+        mode = os.stat(args.log).st_mode
+    except FileNotFoundError:
+        return _usage_error(args, f"no such file: --log {js_dumps(args.log)}")
+    except OSError as exc:
+        message = f"cannot read --log {js_dumps(args.log)}: {exc.strerror or exc}"
+        return _usage_error(args, message, "session_log_unreadable")
+    if stat.S_ISDIR(mode):
+        message = f"--log {js_dumps(args.log)} is a directory, not a session log file"
+        return _usage_error(args, message, "session_log_not_regular")
+    return None
 
 
 def _table(rows: list[tuple[str, ...]], out: TextIO) -> None:
@@ -183,7 +213,7 @@ def _location(exc: CorruptLogError) -> str:
     return where
 
 
-def _human_failure(check: LogCheck) -> str:
+def human_failure(check: LogCheck) -> str:
     if check.read_error is not None:
         return check.read_error
     exc = check.error
@@ -247,8 +277,15 @@ def cmd_validate(
         return _usage_error(args, "--store is not supported by this build")
     missing = [name for name in args.logs if not os.path.exists(name)]
     if missing:
-        return _usage_error(args, f"no such file or directory: {missing[0]}")
-    as_json = _wants_json(args, out)
+        return _usage_error(args, f"no such file or directory: LOG {js_dumps(missing[0])}")
+    files: list[str] = []
+    for name in args.logs:
+        found = list(_walk([name]))
+        if not found:
+            message = f"LOG {js_dumps(name)} is a folder that holds no *.jsonl session log"
+            return _usage_error(args, message)
+        files += found
+    as_json = wants_json(args, out)
     failed = False
     if args.store is not None:
         assert validate_store is not None
@@ -265,7 +302,6 @@ def cmd_validate(
                 out.write(f"FAIL  {where}  store: {error.get('code')}: {error.get('message')}\n")
                 for bad in store_report.get("invalidRecords", ()):
                     out.write(f"      {where}  task {bad['id']!r}: {bad['message']}\n")
-    files = list(_walk(args.logs))
     progress = _Progress(len(files), sys.stderr)
     rows: list[tuple[str, ...]] = [("RESULT", "PATH", "SESSION", "EVENTS", "ACTIVE", "NOTE")]
     for done, (ok, shown) in enumerate(_validated(files, read_log, as_json), start=1):
@@ -315,7 +351,7 @@ def _human_validate_row(check: LogCheck) -> tuple[str, ...]:
         assert check.contents is not None
         notes.append(f"torn tail of {len(check.contents.torn_tail)} bytes (ignored)")
     if not check.ok:
-        notes.append(_human_failure(check))
+        notes.append(human_failure(check))
     return (
         "OK" if check.ok else "FAIL",
         check.path,
@@ -337,14 +373,15 @@ def cmd_replay(args: argparse.Namespace, read_log: LogReader | None) -> int:
             at = parse_at(args.at)
         except InvalidRequest as exc:
             return _usage_error(args, exc.message)
-    if not os.path.exists(args.log):
-        return _usage_error(args, f"no such file: {args.log}")
+    refused = log_path_error(args)
+    if refused is not None:
+        return refused
     check = check_session_log(args.log, read_log)
-    if _wants_json(args, out):
+    if wants_json(args, out):
         write_json_line(replay_report(check, at), out)
         return 0 if check.ok else 1
     if not check.ok:
-        out.write(f"{check.path}: corrupt: {_human_failure(check)}\n")
+        out.write(f"{check.path}: corrupt: {human_failure(check)}\n")
         return 1
     # The wall clock is read here, at the CLI edge, only for the human table's state column.
     now = at if at is not None else int(time.time() * 1000)
@@ -356,7 +393,7 @@ def replay_report(check: LogCheck, at: int | None) -> dict[str, Any]:
     """The docs/cli.md#replay output: the fold, with views at ``at`` when given, or
     ``{"error":…}``."""
     if not check.ok:
-        return {"error": _error_value(check)}
+        return {"error": error_value(check)}
     assert check.state is not None and check.contents is not None
     header = check.contents.header
     records = check.state.active
@@ -396,58 +433,3 @@ def _human_replay(check: LogCheck, now: int, out: TextIO) -> None:
         state = "overdue" if now >= record.scheduled_at else "scheduled"
         rows.append((record.id, kind, format_instant(record.scheduled_at), state))
     _table(rows, out)
-
-
-# --- repair -----------------------------------------------------------------------------------
-
-
-def _truncate_torn_tail(path: str, contents: LogContents) -> None:
-    """Cut the file back to its complete lines, refusing if it changed since it was read."""
-    expected = contents.complete_size + len(contents.torn_tail)
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        size = os.fstat(fd).st_size
-        if size != expected:
-            raise OSError(f"{path} changed while it was being repaired ({size} != {expected})")
-        os.ftruncate(fd, contents.complete_size)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def cmd_repair(args: argparse.Namespace, read_log: LogReader | None) -> int:
-    out: TextIO = sys.stdout
-    if not os.path.exists(args.log):
-        return _usage_error(args, f"no such file: {args.log}")
-    check = check_session_log(args.log, read_log)
-    as_json = _wants_json(args, out)
-    torn = len(check.contents.torn_tail) if check.contents is not None else 0
-    report: dict[str, Any] = {"path": args.log, "tornTail": torn > 0, "truncatedBytes": 0}
-    if not check.ok:
-        # A corrupt complete line is reported and never repaired, and the file is not touched.
-        report["error"] = _error_value(check)
-        if as_json:
-            write_json_line(report, out)
-        else:
-            out.write(f"{args.log}: not repaired: {_human_failure(check)}\n")
-        return 1
-    assert check.contents is not None
-    if torn and not args.dry_run:
-        try:
-            _truncate_torn_tail(args.log, check.contents)
-        except OSError as exc:
-            report["error"] = {"code": "internal_error", "message": str(exc)}
-            if as_json:
-                write_json_line(report, out)
-            else:
-                out.write(f"{args.log}: not repaired: {exc}\n")
-            return 1
-    report["truncatedBytes"] = torn
-    if as_json:
-        write_json_line(report, out)
-    elif not torn:
-        out.write(f"{args.log}: no torn tail; nothing to do\n")
-    else:
-        verb = "would truncate" if args.dry_run else "truncated"
-        out.write(f"{args.log}: {verb} {torn} bytes of torn tail\n")
-    return 0

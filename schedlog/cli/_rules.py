@@ -10,12 +10,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from schedlog.absent import ABSENT
 from schedlog.cli.common import (
     InvalidRequest,
     parse_request_instant,
+    report_error,
     require,
     run_batch,
     write_json_line,
@@ -35,7 +36,7 @@ from schedlog.rules.records import (
     decode_legacy_record,
     record_from_json,
 )
-from schedlog.rules.text import is_trimmed
+from schedlog.rules.text import is_trimmed, js_dumps, shown_value
 from schedlog.rules.upcoming import local_line, upcoming_targets
 from schedlog.rules.update import resolve_update
 from schedlog.rules.zones import check_time_zone
@@ -171,13 +172,79 @@ def cmd_batch(args: argparse.Namespace) -> int:
 # --- next -------------------------------------------------------------------------------------
 
 
-def _load_record_arg(text: str) -> object:
-    raw = Path(text[1:]).read_bytes() if text.startswith("@") else text.encode("utf-8")
-    return loads_strict(raw.rstrip(b"\r\n"))
+#: The most targets ``rules next`` lists (docs/cli.md#rules-next).
+MAX_COUNT: Final = 1000
+
+#: The selector fields a rules-layer message may start with, longest first, and the flag each
+#: comes from (``rules next`` builds the selector from its flags).
+_FLAGS_OF_FIELDS: Final = (
+    ("cron.expression", "--cron"),
+    ("weekly.weekdays", "--weekdays"),
+    ("every_seconds", "--every"),
+    ("weekly.time", "--weekly"),
+    ("daily.time", "--daily"),
+    ("time_zone", "--time-zone"),
+    ("weekly", "--weekly"),
+    ("daily", "--daily"),
+    ("cron", "--cron"),
+)
 
 
 class _Usage(Exception):
-    """A command-line mistake in ``rules next``: usage message, exit status 2."""
+    """A command-line mistake in ``rules next``: exit status 2 (docs/cli.md#exit-status)."""
+
+    def __init__(self, message: str, code: str = "invalid_request") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _load_record_arg(text: str) -> object:
+    if text.startswith("@"):
+        try:
+            raw = Path(text[1:]).read_bytes()
+        except OSError as exc:
+            raise _Usage(
+                f"--record {shown_value(text)}: cannot read: {exc.strerror or exc}"
+            ) from None
+    else:
+        raw = text.encode("utf-8", "surrogatepass")
+    try:
+        return loads_strict(raw.rstrip(b"\r\n"))
+    except JSONSyntaxError as exc:
+        raise _Usage(f"--record {shown_value(text)} is not valid JSON: {exc.message}") from None
+
+
+def _flag_values(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "--cron": args.cron,
+        "--daily": args.daily,
+        "--weekly": args.weekly,
+        "--weekdays": args.weekdays,
+        "--every": args.every,
+        "--time-zone": args.time_zone or "UTC",
+    }
+
+
+def _flag_error(args: argparse.Namespace, exc: ScheduleError) -> _Usage:
+    """A rules-layer error about a value built from the flags, told in the flags' words: the
+    field the message names becomes the flag, and the value is echoed if it is not already."""
+    values = _flag_values(args)
+    message = exc.message
+    for field, flag in _FLAGS_OF_FIELDS:
+        if message.startswith(field + " ") and values.get(flag) is not None:
+            message = flag + message[len(field) :]
+            break
+    else:
+        flag = next(
+            f for f in ("--cron", "--daily", "--weekly", "--every") if values[f] is not None
+        )
+        message = f"{flag}: {message}"
+    if "Got " not in message:
+        value = values[flag]
+        shown = shown_value(value) if isinstance(value, str) else js_dumps(value)
+        message = f"{message.rstrip('.')}. Got {shown}."
+    return _Usage(message, exc.code)
 
 
 def _rule_from_flags(args: argparse.Namespace, after: int) -> Record:
@@ -193,7 +260,10 @@ def _rule_from_flags(args: argparse.Namespace, after: int) -> Record:
     elif args.weekly is not None:
         parts = [x.strip() for x in (args.weekdays or "1,2,3,4,5").split(",") if x.strip()]
         if not all(p.isascii() and p.isdigit() for p in parts):
-            raise _Usage("--weekdays takes ISO weekday numbers 1-7 separated by commas, e.g. 1,3,5")
+            raise _Usage(
+                f"--weekdays takes ISO weekday numbers 1-7 separated by commas, e.g. 1,3,5. "
+                f"Got {shown_value(args.weekdays)}."
+            )
         create["weekly"] = {
             "time": args.weekly,
             "time_zone": zone,
@@ -201,29 +271,53 @@ def _rule_from_flags(args: argparse.Namespace, after: int) -> Record:
         }
     else:
         create["every_seconds"] = args.every
-    return build_host_record(create, id="schedule-explain", now=after)
+    try:
+        return build_host_record(create, id="schedule-explain", now=after)
+    except ScheduleError as exc:
+        raise _flag_error(args, exc) from None
+
+
+def _decision_instant(args: argparse.Namespace) -> int:
+    """``--at`` (or its alias ``--after``) in epoch ms, the wall clock when neither is given."""
+    if args.at is not None and args.after is not None:
+        raise _Usage("give --at or --after, not both (--after is an alias of --at)")
+    flag, text = ("--after", args.after) if args.after is not None else ("--at", args.at)
+    if text is None:
+        return parse_request_instant(_wall_clock(), flag)
+    try:
+        return parse_request_instant(text, flag)
+    except InvalidRequest as exc:
+        raise _Usage(f"{exc.message} Got {shown_value(text)}.") from None
+
+
+def _explain(args: argparse.Namespace) -> tuple[Record, int, dict[str, str] | None, list[int]]:
+    if not 1 <= args.count <= MAX_COUNT:
+        raise _Usage(f"--count must be an integer from 1 through {MAX_COUNT}. Got {args.count}.")
+    at = _decision_instant(args)
+    if args.record is not None:
+        try:
+            record = decode_any_record(_load_record_arg(args.record))
+        except ScheduleError as exc:
+            raise _Usage(f"--record: {exc.message}", exc.code) from None
+    else:
+        record = _rule_from_flags(args, at)
+    try:
+        decision = decision_json(record, at) if at >= record.scheduled_at else None
+        upcoming = upcoming_targets(record, at, args.count)
+    except ScheduleError as exc:  # an --at no target can follow (time_out_of_range)
+        flag = "--after" if args.after is not None else "--at"
+        raise _Usage(f"{flag}: {exc.message}", exc.code) from None
+    return record, at, decision, upcoming
 
 
 def cmd_next(args: argparse.Namespace) -> int:
+    """Exit 0, or 2 for any mistake in the flags (docs/cli.md#exit-status): with --json the
+    ``{"error"}`` line on stdout, else ``schedlog rules next: error: …`` on stderr."""
     try:
-        at = parse_request_instant(args.at or args.after or _wall_clock(), "--at")
-    except InvalidRequest as exc:
-        print(f"schedlog rules next: {exc.message}", file=sys.stderr)
-        return 2
-    try:
-        if args.record is not None:
-            record = decode_any_record(_load_record_arg(args.record))
-        else:
-            record = _rule_from_flags(args, at)
-        decision = decision_json(record, at) if at >= record.scheduled_at else None
-        upcoming = upcoming_targets(record, at, args.count)
+        record, at, decision, upcoming = _explain(args)
     except _Usage as exc:
-        print(f"schedlog rules next: {exc}", file=sys.stderr)
+        report_error("schedlog rules next", {"code": exc.code, "message": exc.message}, args.json)
         return 2
-    except (ScheduleError, JSONSyntaxError, OSError) as exc:
-        code = getattr(exc, "code", "invalid_request")
-        write_json_line({"error": {"code": code, "message": str(exc)}})
-        return 1
     if args.json or args.record is not None:
         write_json_line(
             {

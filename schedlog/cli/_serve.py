@@ -136,6 +136,7 @@ async def _serve(
             keep,
             post=metrics.counted_post(sink.post),
             backoff=backoff,
+            post_concurrency=args.webhook_concurrency,
         )
         run_log.watch(service)
         return Host(service, retry_state=retry_lookup(backoff), close=sink.aclose)
@@ -232,6 +233,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ValueError("--webhook-timeout must be more than 0 and at most 600 seconds")
         if not 1 <= args.max_event_clients <= 10_000:
             raise ValueError("--max-event-clients must be from 1 through 10000")
+        if not 1 <= args.webhook_concurrency <= 1_000:
+            raise ValueError("--webhook-concurrency must be from 1 through 1000")
         if not 1 <= args.max_connections <= 100_000:
             raise ValueError("--max-connections must be from 1 through 100000")
         if not 0.1 <= args.header_timeout <= 600:

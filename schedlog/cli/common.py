@@ -17,7 +17,9 @@ __all__ = [
     "InvalidRequest",
     "configure_diagnostics",
     "parse_request_instant",
+    "report_error",
     "run_batch",
+    "wants_json",
     "write_json_line",
 ]
 
@@ -94,6 +96,25 @@ def write_json_line(value: Any, out: TextIO | None = None) -> None:
     stream = out if out is not None else sys.stdout
     stream.write(js_dumps(value) + "\n")
     stream.flush()
+
+
+def wants_json(args: Any, out: TextIO | None = None) -> bool:
+    """JSON output: with ``--json``, or whenever stdout is not a terminal (docs/cli.md#schedlog)."""
+    stream = out if out is not None else sys.stdout
+    return bool(getattr(args, "json", False)) or not stream.isatty()
+
+
+def report_error(prog: str, error: Mapping[str, Any], as_json: bool) -> None:
+    """An error the way docs/cli.md#schedlog states: one ``{"error":{"code","message"}}`` line
+    on stdout in JSON output, else ``PROG: error: MESSAGE (CODE)`` on stderr (a lone surrogate
+    in the message written as ``\\udxxx``)."""
+    if as_json:
+        write_json_line({"error": dict(error)})
+        return
+    from schedlog.rules.text import printable
+
+    message = printable(str(error.get("message", "")))
+    print(f"{prog}: error: {message} ({error.get('code')})", file=sys.stderr, flush=True)
 
 
 Handler = Callable[[dict[str, Any]], Any]

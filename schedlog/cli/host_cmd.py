@@ -203,7 +203,18 @@ def _serve_parser(hsub: Any) -> None:
         help="HMAC secret for --deliver-to (mode 0600; else SCHEDLOG_WEBHOOK_SECRET)",
     )
     serve.add_argument(
-        "--webhook-timeout", type=float, default=10.0, metavar="S", help="seconds (default 10)"
+        "--webhook-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="deadline of one whole POST to the receiver, in seconds (default 10)",
+    )
+    serve.add_argument(
+        "--webhook-concurrency",
+        type=int,
+        default=16,
+        metavar="N",
+        help="webhook POSTs in flight at once, each session's in order (default 16)",
     )
     _retry_args(serve)
     serve.add_argument(

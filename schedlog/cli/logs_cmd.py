@@ -86,7 +86,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_repair(args: argparse.Namespace) -> int:
-    from schedlog.cli._logs import cmd_repair
+    from schedlog.cli._repair import cmd_repair
 
     return cmd_repair(args, _reader())
 

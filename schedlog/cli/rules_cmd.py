@@ -72,7 +72,7 @@ def register(sub: Any) -> None:
     nxt.add_argument("--record", help="a stored record as inline JSON, or @FILE")
     nxt.add_argument("--at", help="decision instant (RFC 3339); default: now")
     nxt.add_argument("--after", help="alias of --at for the human form")
-    nxt.add_argument("--count", type=int, default=5, help="how many targets (default 5)")
+    nxt.add_argument("--count", type=int, default=5, help="how many targets, 1-1000 (default 5)")
     nxt.add_argument("--cron", help='a five-field cron expression, e.g. "*/15 9-17 * * 1-5"')
     nxt.add_argument("--daily", metavar="HH:MM:SS", help="a daily wall-clock time")
     nxt.add_argument("--weekly", metavar="HH:MM:SS", help="a weekly wall-clock time")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from itertools import compress, islice
+from operator import attrgetter
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -27,6 +29,7 @@ __all__ = [
 
 SESSION_LOCAL_SOURCE: Final = {"kind": "plugin", "plugin": "schedule"}
 HOST_SOURCE: Final = {"kind": "schedule"}
+_TYPE: Final = attrgetter("type")
 _DATA_KEYS: Final = frozenset({"messageId", "role", "source", "text", "reminders", "createdAt"})
 _MEMBER_KEYS: Final = frozenset({"id", "occurrenceAt"})
 
@@ -151,10 +154,10 @@ def delivered_members(events: Sequence[LogEvent], *, seed_length: int = 0) -> di
     event holding a member wins.
     """
     found: dict[Member, str] = {}
-    for index in range(max(seed_length, 0), len(events)):
-        event = events[index]
-        if event.type != FOLLOWUP_TYPE:
-            continue
+    start = max(seed_length, 0)
+    # The follow-ups picked out at C speed: a long chat log holds few of them.
+    kinds = map(_TYPE, islice(events, start, None))
+    for event in compress(islice(events, start, None), map(FOLLOWUP_TYPE.__eq__, kinds)):
         followup = parse_followup(event.data)
         if followup is None:
             continue

@@ -43,6 +43,18 @@ class FoldCursor:
         """How many events the remembered state covers (0 when there is none)."""
         return self._count if self._events is not None else 0
 
+    def resume(
+        self, events: Sequence[LogEvent], count: int, *, seed_length: object, state: FoldState
+    ) -> None:
+        """Take ``state`` as the fold of ``events[:count]`` from ``seed_length``, as if it had
+        folded them: the next :meth:`state` of that list folds only the events after them. The
+        caller vouches for ``state`` (a session log's open folded exactly those events,
+        :meth:`schedlog.runtime.session_file.FileSession.resume_fold`)."""
+        if not 0 <= count <= len(events):
+            raise ValueError("count must be within the events")
+        self._events, self._count, self._seed, self._state = events, count, seed_length, state
+        self._last = events[count - 1] if count else None
+
     def state(self, events: Sequence[LogEvent], *, seed_length: object = 0) -> FoldState:
         """The fold of ``events[seed_length:]``; raises :class:`FoldError` like the fold."""
         count, size = self._count, len(events)

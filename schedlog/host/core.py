@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, Protocol, TypeVar
 
 import msgspec
 import structlog
@@ -42,12 +42,20 @@ from schedlog.rules.decide import Decision
 from schedlog.rules.record import Record
 from schedlog.rules.update import UpdateResult, resolve_update
 
-__all__ = ["CHANGED", "HostCore", "Outgoing"]
+__all__ = ["CHANGED", "HostCore", "InSlot", "Outgoing"]
 
 CHANGED: Final = "schedule/changed"
 MSG_BARRIER: Final = "Session persistence did not acknowledge the reminder"
 
 _log = structlog.get_logger("schedlog.host")
+_T = TypeVar("_T")
+
+
+class InSlot(Protocol):
+    """Runs a synchronous step in a write slot of its own and returns its result (the
+    service's FIFO, :meth:`~schedlog.host.fifo.WriteFifo.submit`)."""
+
+    def __call__(self, fn: Callable[[], _T], /) -> Awaitable[_T]: ...
 
 
 class HostCore:
@@ -311,6 +319,7 @@ class HostCore:
         group: Group,
         now: Callable[[], int],
         post: Callable[[Outgoing], Awaitable[None]],
+        in_slot: InSlot,
         *,
         sleep_until: Callable[[int], Awaitable[None]] | None = None,
         retry_in: Callable[[str], int] | None = None,
@@ -319,6 +328,11 @@ class HostCore:
         follow-up is handed to ``post``, and the members are committed only when it returns.
         The session's log is never read, so every due member is sent (the receiver dedupes
         by ``messageId``).
+
+        The decision and the commit each run in a write slot of their own (``in_slot``, the
+        service's FIFO) and the POST runs between them, outside the FIFO, so that no write
+        waits for a receiver (docs/decisions.md, "Concurrent webhook delivery"). A member
+        edited or deleted while its POST was in flight is not committed: the edit stands.
 
         On a shared store (docs/decisions.md, "Webhook delivery with several hosts") the
         members' leases are renewed just before the POST and every third of a lease while it
@@ -329,24 +343,34 @@ class HostCore:
         held that long, so that no other host retries them before this one would.
         """
         with self.due_tasks.delivering_to(group, retry_in):
-            return await self._deliver_group_to(group, now, post, sleep_until)
+            plan = await in_slot(lambda: self._plan(group, now))
+            if plan is None:
+                return None
+            if plan.outgoing is not None:
+                try:
+                    await self._post_under_lease(plan, plan.outgoing, post, now, sleep_until)
+                except Exception as exc:
+                    raise GroupFailed(group.ids, exc) from exc
+            return await in_slot(lambda: self._finish(self._still_planned(plan), now, None))
 
-    async def _deliver_group_to(
-        self,
-        group: Group,
-        now: Callable[[], int],
-        post: Callable[[Outgoing], Awaitable[None]],
-        sleep_until: Callable[[int], Awaitable[None]] | None,
-    ) -> Delivered | None:
-        plan = self._plan(group, now)
-        if plan is None:
-            return None
-        if plan.outgoing is not None:
-            try:
-                await self._post_under_lease(plan, plan.outgoing, post, now, sleep_until)
-            except Exception as exc:
-                raise GroupFailed(group.ids, exc) from exc
-        return self._finish(plan, now, None)
+    def _still_planned(self, plan: _Plan) -> _Plan:
+        """``plan`` without the members whose stored task changed since it was made (an edit
+        or a deletion while the POST was in flight)."""
+        kept: list[tuple[StoredTask, Decision]] = []
+        for st, decision in plan.members:
+            current = self.store.get(st.task.id)
+            if current is not None and current.task == st.task:
+                kept.append((st, decision))
+            else:
+                _log.info(
+                    "delivery.superseded",
+                    id=st.task.id,
+                    message=(
+                        f"schedule: reminder {st.task.id} was edited or deleted while its "
+                        "follow-up was being posted; the edit stands and nothing is committed"
+                    ),
+                )
+        return plan._replace(members=kept)
 
     async def _post_under_lease(
         self,
@@ -462,7 +486,10 @@ class HostCore:
             delivered_at: int | None = None
             if plan.outgoing is not None:
                 # On a shared store: another host may be delivering them, send nothing.
-                self.due_tasks.keep_leases([m.id for m in plan.outgoing.delivered.members])
+                # (Members dropped as edited since the plan are not this commit's to check.)
+                leased = [m.id for m in plan.outgoing.delivered.members if m.id in planned]
+                if leased:
+                    self.due_tasks.keep_leases(leased)
                 if send is not None:
                     send(plan)
                 delivered_at = now()

@@ -1,19 +1,17 @@
 """The asyncio host service (docs/concepts.md#host-service, docs/protocol.md#host-delivery).
 
-:class:`HostService` runs over a :class:`~schedlog.host.core.HostCore`: the asyncio FIFO (one
-worker runs create / update / delete / archive stop / delivery groups in arrival order), group
-commit of consecutive creates, reads that do not queue, cancellation, disposal, and the host
-timer over an injected :class:`Clock`.
+:class:`HostService` runs over a :class:`~schedlog.host.core.HostCore`: the operations over the
+asyncio FIFO (:class:`~schedlog.host.fifo.WriteFifo`: one worker runs create / update / delete /
+archive stop / delivery groups in arrival order, with group commit of consecutive creates), reads
+that do not queue, cancellation, disposal, and the host timer over an injected :class:`Clock`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, TypeVar
 
 import structlog
 
@@ -25,15 +23,12 @@ from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
 from schedlog.host.core import CHANGED, HostCore, Outgoing
 from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
+from schedlog.host.fifo import WriteFifo
+from schedlog.host.inflight import DEFAULT_LIMIT, SessionChains
 from schedlog.host.limits import check_session_id
 from schedlog.host.retry import Backoff
 from schedlog.host.sessions import SessionController
-from schedlog.host.stores.base import (
-    InsertsMany,
-    StoredTask,
-    TaskStore,
-    WritesFromAnyThread,
-)
+from schedlog.host.stores.base import StoredTask, TaskStore
 from schedlog.host.task import Task, TaskIdSource, new_task, new_task_id
 from schedlog.rules.record import Record
 from schedlog.rules.records import build_record, validate_host_create_args
@@ -72,20 +67,6 @@ class ServiceStopping(ScheduleError):
         super().__init__("internal_error", MSG_STOPPING)
 
 
-#: The most creates one group commit takes.
-MAX_BATCH: Final = 512
-
-
-class _InsertBatch:
-    """Consecutive creates that share one FIFO slot and one durable write (group commit)."""
-
-    def __init__(self) -> None:
-        self.tasks: list[Task] = []
-        self.waiters: list[asyncio.Task[Any] | None] = []
-        self.started = False
-        self.future: asyncio.Future[None] | None = None
-
-
 class HostService:
     """The asyncio host service over a :class:`HostCore`.
 
@@ -105,6 +86,7 @@ class HostService:
         task_ids: TaskIdSource = new_task_id,
         post: Callable[[Outgoing], Awaitable[None]] | None = None,
         backoff: Backoff | None = None,
+        post_concurrency: int = DEFAULT_LIMIT,
     ) -> None:
         self.core = HostCore(store, sessions, retention or Retention())
         self._post = post
@@ -116,29 +98,21 @@ class HostService:
         #: wanting deterministic ids) passes its own source.
         self.task_ids = task_ids
         self._auto = auto_drive
-        self._queue: asyncio.Queue[tuple[Callable[[], Any], asyncio.Future[Any]]] = asyncio.Queue()
-        self._open_batch: _InsertBatch | None = None
-        #: Group commit (docs/decisions.md "Group commit off the event loop"): creates share one
-        #: write when the store can append several at once, and that write runs on a writer
-        #: thread of its own when the store allows it, so the loop keeps reading requests (and
-        #: filling the next batch) while a batch commits.
-        self._inserts_many = isinstance(store, InsertsMany)
-        self._writer: ThreadPoolExecutor | None = None
-        if (
-            self._inserts_many
-            and isinstance(store, WritesFromAnyThread)
-            and store.writes_from_any_thread
-        ):
-            self._writer = ThreadPoolExecutor(1, thread_name_prefix="schedlog-writer")
         self._stopping = False
         self._closed = False
+        #: Writes, delivery groups and archive stop, one at a time in arrival order.
+        self._fifo = WriteFifo(self.core, self._check_open)
         self._wake = asyncio.Event()
         self._drive_pending = auto_drive  # overdue tasks found at start-up are driven at once
         self._failed: set[str] = set()
         self._scan_failed = False
         self._delivery_listeners: list[Callable[[Delivered], None]] = []
         self._failure_listeners: list[Callable[[GroupFailed], None]] = []
-        self._worker = asyncio.get_running_loop().create_task(self._run_fifo())
+        #: Webhook deliveries in flight: at most ``post_concurrency`` POSTs at once, each
+        #: session's in order (docs/decisions.md, "Concurrent webhook delivery").
+        self._posts: SessionChains[tuple[Delivered | None, set[str]]] | None = (
+            None if post is None else SessionChains(self._post_group, post_concurrency)
+        )
         self._timer: asyncio.Task[None] | None = None
         if auto_drive:
             self.core.drive_requested = self.request_drive
@@ -164,93 +138,14 @@ class HostService:
     @property
     def running(self) -> bool:
         """Open and, when it drives itself, with its timer alive (``/readyz``)."""
-        if self._stopping or self._worker.done():
+        if self._stopping or self._fifo.worker.done():
             return False
         return self._timer is None or not self._timer.done()
 
     # --- the FIFO --------------------------------------------------------------------------
 
-    async def _run_fifo(self) -> None:
-        while True:
-            fn, future = await self._queue.get()
-            try:
-                if future.cancelled():  # cancelled while queued: its slot writes nothing
-                    continue
-                try:
-                    result = fn()
-                    if inspect.isawaitable(result):  # a slot that awaits its sink
-                        result = await result
-                except BaseException as exc:
-                    if not future.done():
-                        future.set_exception(exc)
-                else:
-                    if not future.done():
-                        future.set_result(result)
-            finally:
-                self._queue.task_done()
-
-    def _enqueue(self, fn: Callable[[], T]) -> asyncio.Future[T]:
-        self._check_open()
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((fn, future))
-        return future
-
     async def _submit(self, fn: Callable[[], T]) -> T:
-        future = self._enqueue(fn)
-        self._open_batch = None  # a create after this slot must not run before it
-        return await future
-
-    async def _insert(self, task: Task) -> None:
-        """Queue the insert of a new task. Consecutive creates (nothing else queued between
-        them) share one slot and one durable write when the store supports it; each create
-        still returns only after that write. A create cancelled before its slot starts
-        writes nothing."""
-        if not self._inserts_many:
-            await self._submit(lambda: self.core.insert(task))
-            return
-        batch = self._open_batch
-        if batch is None or len(batch.tasks) >= MAX_BATCH:
-            batch = _InsertBatch()
-            # The slot may return an awaitable (the write on the writer thread): the worker
-            # awaits it before the next slot, as for _submit_awaiting.
-            slot = cast(Callable[[], None], lambda: self._run_batch(batch))
-            batch.future = self._enqueue(slot)
-            self._open_batch = batch
-        batch.tasks.append(task)
-        batch.waiters.append(asyncio.current_task())
-        assert batch.future is not None
-        await asyncio.shield(batch.future)
-
-    def _run_batch(self, batch: _InsertBatch) -> Awaitable[None] | None:
-        """The FIFO slot of a batch: its write, on the writer thread when there is one (the
-        slot, and so the FIFO, waits for the commit; the loop does not)."""
-        batch.started = True
-        if self._open_batch is batch:
-            self._open_batch = None
-        # A create whose caller was cancelled while the slot was queued writes nothing.
-        kept = [
-            task
-            for task, waiter in zip(batch.tasks, batch.waiters, strict=True)
-            if waiter is None or not (waiter.cancelling() or waiter.done())
-        ]
-        if not kept:
-            return None
-        if self._writer is None:
-            self.core.insert_many(kept)
-            return None
-        return self._insert_on_writer(kept)
-
-    async def _insert_on_writer(self, tasks: list[Task]) -> None:
-        store = self.core.store
-        assert isinstance(store, InsertsMany) and self._writer is not None
-        loop = asyncio.get_running_loop()
-        seqs = await loop.run_in_executor(self._writer, store.insert_many, tasks)
-        self.core.inserted(tasks, seqs)
-
-    async def _submit_awaiting(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """:meth:`_submit` for a slot that awaits (its sink): the worker awaits what ``fn``
-        returns before it takes the next slot, so the slot stays one step of the FIFO."""
-        return await self._submit(cast(Callable[[], T], fn))
+        return await self._fifo.submit(fn)
 
     def _check_open(self) -> None:
         if self._stopping:
@@ -270,7 +165,7 @@ class HostService:
         now = self.clock.now_ms()  # before queueing: a create may already be due when it lands
         record = build_record(request, id=task_id, now=now)
         task = new_task(session_id, record)
-        await self._insert(task)
+        await self._fifo.insert(task)
         return record
 
     async def update(
@@ -365,14 +260,16 @@ class HostService:
             sent = await self._submit(lambda: self.core.deliver_group(group, self.clock.now_ms))
         else:
             backoff = self.backoff
-            sent = await self._submit_awaiting(
-                lambda: self.core.deliver_group_to(
-                    group,
-                    self.clock.now_ms,
-                    post,
-                    sleep_until=self.clock.sleep_until,
-                    retry_in=None if backoff is None else backoff.next_delay_ms,
-                )
+            # The decision and the commit take a FIFO slot each; the POST runs between them,
+            # outside the FIFO. The commit slot is unchecked: it finishes a delivery accepted
+            # before a stop began.
+            sent = await self.core.deliver_group_to(
+                group,
+                self.clock.now_ms,
+                post,
+                lambda fn: self._fifo.submit(fn, checked=False),
+                sleep_until=self.clock.sleep_until,
+                retry_in=None if backoff is None else backoff.next_delay_ms,
             )
         if sent is not None:
             for listener in list(self._delivery_listeners):
@@ -396,8 +293,11 @@ class HostService:
             changes.append(TaskChange(task_id, st.task.session_id, "retrying"))
         self.core.notify(changes)
 
+    def _in_flight(self) -> set[str]:
+        return set() if self._posts is None else set(self._posts.ids)
+
     def _excluded(self, excluded: Iterable[str]) -> set[str]:
-        skip = set(excluded)
+        skip = set(excluded) | self._in_flight()
         if self.backoff is not None:
             skip |= self.backoff.waiting(self.clock.now_ms())
         return skip
@@ -415,10 +315,15 @@ class HostService:
         )
 
     async def drive(
-        self, excluded: Iterable[str] = (), due: Sequence[StoredTask] | None = None
+        self,
+        excluded: Iterable[str] = (),
+        due: Sequence[StoredTask] | None = None,
+        *,
+        wait: bool = True,
     ) -> tuple[list[Delivered], set[str]]:
         """One drive pass (docs/protocol.md#host-delivery "Drive"): the groups due now, each in its
-        own FIFO slot.
+        own FIFO slot; with a webhook sink, each a POST between two slots, concurrently across
+        sessions (:class:`~schedlog.host.inflight.SessionChains`).
 
         ``due`` is a scan the caller has just made (:meth:`tick`), delivered as it is. On a
         shared store a scan is a claim, and a second claim of rows this host already holds
@@ -426,7 +331,9 @@ class HostService:
         row locks (docs/decisions.md, "PostgreSQL store: several hosts").
 
         Returns the messages sent and the ids whose group failed with their target not after
-        the failure time (left out of the timer for the rest of the pass).
+        the failure time (left out of the timer for the rest of the pass). ``wait`` False (the
+        timer, with a backoff) returns once the POSTs are started: each reports its own
+        outcome and asks for the next pass when it ends.
         """
         try:
             if due is None:
@@ -436,23 +343,42 @@ class HostService:
             _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
             self._scan_failed = True
             return [], set()
-        sent: list[Delivered] = []
-        failed: set[str] = set()
-        for group in groups:
-            try:
-                delivered = await self._deliver(group)
-            except GroupFailed as exc:
-                self._unacknowledged(exc)
-                self._record_failure(exc)
-                failure_time = self.clock.now_ms()
-                for task_id in exc.ids:
-                    st = self.core.store.get(task_id)
-                    if st is not None and st.task.record.scheduled_at <= failure_time:
-                        failed.add(task_id)
-                continue
-            if delivered is not None:
-                sent.append(delivered)
+        outcomes: list[tuple[Delivered | None, set[str]]] = []
+        if self._posts is None:
+            for group in groups:
+                outcomes.append(await self._deliver_reported(group))
+        else:
+            started = [self._posts.start(group) for group in groups]
+            if not wait:
+                return [], set()
+            outcomes = [await task for task in started]
+        sent = [delivered for delivered, _ in outcomes if delivered is not None]
+        failed = {task_id for _, ids in outcomes for task_id in ids}
         return sent, failed
+
+    async def _deliver_reported(self, group: Group) -> tuple[Delivered | None, set[str]]:
+        """Deliver ``group``; a failure is reported and recorded. Returns the message sent
+        and the ids whose group failed with their target not after the failure time."""
+        try:
+            return await self._deliver(group), set()
+        except GroupFailed as exc:
+            self._unacknowledged(exc)
+            self._record_failure(exc)
+            failure_time = self.clock.now_ms()
+            failed = set()
+            for task_id in exc.ids:
+                st = self.core.store.get(task_id)
+                if st is not None and st.task.record.scheduled_at <= failure_time:
+                    failed.add(task_id)
+            return None, failed
+
+    async def _post_group(self, group: Group) -> tuple[Delivered | None, set[str]]:
+        """A webhook group in flight; when it ends, the timer looks for work again."""
+        try:
+            return await self._deliver_reported(group)
+        finally:
+            if self._auto and not self._stopping:
+                self.request_drive()
 
     async def tick(self) -> list[Delivered]:
         """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except
@@ -474,7 +400,8 @@ class HostService:
                 self._drive_pending = False
                 self._wake.clear()
                 self._scan_failed = False
-                _, self._failed = await self.drive()
+                # With a backoff, POSTs run on their own (a failure waits for its next attempt).
+                _, self._failed = await self.drive(wait=self.backoff is None)
                 if self._scan_failed:
                     # Finding due work failed (a shared store that refuses claims while its
                     # next target still reads): try again after a back-off, never at once.
@@ -484,11 +411,12 @@ class HostService:
                 continue
             now = self.clock.now_ms()
             try:
+                busy = self._in_flight()  # a group in flight is not due again meanwhile
                 if self.backoff is None:
-                    target = self.core.next_target(self._failed)
+                    target = self.core.next_target(self._failed | busy)
                 else:
                     # With a backoff, a failed task waits for its next attempt instead.
-                    target = self.core.next_target(self.backoff.waiting(now))
+                    target = self.core.next_target(self.backoff.waiting(now) | busy)
                     retry_at = self.backoff.next_attempt_after(now)
                     if retry_at is not None and (target is None or retry_at < target):
                         target = retry_at
@@ -527,26 +455,24 @@ class HostService:
         if self._timer is not None:
             self._timer.cancel()
             await asyncio.gather(self._timer, return_exceptions=True)
-        await self._queue.join()
-        self._worker.cancel()
-        await asyncio.gather(self._worker, return_exceptions=True)
-        if self._writer is not None:  # idle: the FIFO has drained
-            self._writer.shutdown(wait=True)
+        if self._posts is not None:  # POSTs in flight end (each within its deadline) and commit
+            await self._posts.join()
+        await self._fifo.aclose()
         self.core.store.close()
         self._closed = True
 
     def abandon(self) -> None:
-        """Stop at once, without waiting for the slot in flight (a stop that timed out): its
+        """Stop at once, without waiting for the work in flight (a stop that timed out): its
         reminders stay due in the store, and a shared store's claims are handed back by
         :meth:`close <schedlog.host.stores.base.TaskStore.close>`. Idempotent."""
         if self._closed:
             return
         self._stopping = True
-        for task in (self._timer, self._worker):
-            if task is not None:
-                task.cancel()
-        if self._writer is not None:
-            self._writer.shutdown(wait=False, cancel_futures=True)
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._posts is not None:
+            self._posts.cancel()
+        self._fifo.abandon()
         self.core.store.close()
         self._closed = True
 

@@ -8,7 +8,7 @@ the error code is an open failure of docs/protocol.md#open-failures (``malformed
 Nothing is created, written or locked:
 
 * the store lock (``<store>.lock``) is not taken, so a missing lock file is never created;
-* a missing store path is a ``malformed-medium`` failure here, although :func:`open_store` would
+* a missing store path is a ``store-not-found`` failure here, although :func:`open_store` would
   open it as an empty store (and create it);
 * a zero-length SQLite file is what :func:`open_store` initializes as an empty store, so it is
   reported ``ok`` with 0 tasks (a zero-length JSON document is not valid JSON: it fails);

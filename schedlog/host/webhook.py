@@ -10,11 +10,19 @@ The request is ``POST <url>`` with a JSON body ``{"messageId","sessionId","text"
 of occurrences always gets the same id), so a delivery repeated after a failure or a crash
 carries the same id: receivers dedupe by it.
 
+``--webhook-timeout`` is a deadline on the whole exchange (connect, send, the answer's status
+line and headers), kept on the host's clock: a receiver that trickles its answer a byte at a
+time is cut off at the deadline. Of the answer only the status counts; at most
+:data:`MAX_ANSWER_BYTES` of its body are read, as sent (never decompressed), then the
+connection is closed.
+
 Needs httpx (the ``serve`` extra).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import hmac
 from collections.abc import Mapping
@@ -29,6 +37,7 @@ from schedlog.rules.instants import format_instant
 from schedlog.rules.text import json_bytes
 
 __all__ = [
+    "MAX_ANSWER_BYTES",
     "SIGNATURE_HEADER",
     "TIMESTAMP_HEADER",
     "WebhookError",
@@ -41,6 +50,8 @@ __all__ = [
 
 SIGNATURE_HEADER: Final = "Schedlog-Signature"
 TIMESTAMP_HEADER: Final = "Schedlog-Timestamp"
+#: The most of a receiver's answer body read (raw bytes on the wire); the rest is dropped.
+MAX_ANSWER_BYTES: Final = 64 * 1024
 
 
 class WebhookError(Exception):
@@ -106,6 +117,7 @@ class WebhookSink:
         self.url = url
         self._secret = secret
         self._clock = clock
+        self._timeout_ms = max(1, round(timeout_s * 1000))
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_s),
             follow_redirects=False,
@@ -117,6 +129,8 @@ class WebhookSink:
         )
 
     async def post(self, outgoing: Outgoing) -> None:
+        """POST the follow-up; return after a 2xx, else raise :class:`WebhookError`. The whole
+        exchange ends within the timeout on the host's clock."""
         body = payload(outgoing)
         stamp = self._clock.now_ms() // 1000
         headers = {
@@ -124,16 +138,46 @@ class WebhookSink:
             TIMESTAMP_HEADER: str(stamp),
             SIGNATURE_HEADER: sign(self._secret, stamp, body),
         }
+        deadline = self._clock.now_ms() + self._timeout_ms
+        exchange = asyncio.ensure_future(self._exchange(body, headers))
         try:
-            response = await self._client.post(self.url, content=body, headers=headers)
+            while not exchange.done():
+                timer = asyncio.ensure_future(self._clock.sleep_until(deadline))
+                try:
+                    await asyncio.wait({exchange, timer}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    timer.cancel()
+                if not exchange.done() and self._clock.now_ms() >= deadline:
+                    raise WebhookError(
+                        f"the webhook receiver did not answer within {self._timeout_ms / 1000:g} s",
+                        "timeout",
+                    )
+            status = exchange.result()
+        finally:
+            if not exchange.done():
+                exchange.cancel()
+                await asyncio.gather(exchange, return_exceptions=True)
+        if not 200 <= status < 300:
+            raise WebhookError(f"the webhook receiver answered {status}")
+
+    async def _exchange(self, body: bytes, headers: Mapping[str, str]) -> int:
+        """One POST; its status. At most :data:`MAX_ANSWER_BYTES` of the answer are read,
+        raw (a compressed answer is never inflated)."""
+        try:
+            async with self._client.stream("POST", self.url, content=body, headers=headers) as r:
+                read = 0
+                with contextlib.suppress(httpx.StreamConsumed):  # an answer built in memory
+                    async for chunk in r.aiter_raw():
+                        read += len(chunk)
+                        if read >= MAX_ANSWER_BYTES:
+                            break
+                return r.status_code
         except httpx.TimeoutException:
             raise WebhookError("the webhook receiver timed out", "timeout") from None
         except httpx.HTTPError as exc:
             raise WebhookError(
                 f"the webhook receiver is unreachable: {exc}", "unreachable"
             ) from None
-        if not 200 <= response.status_code < 300:
-            raise WebhookError(f"the webhook receiver answered {response.status_code}")
 
     async def aclose(self) -> None:
         await self._client.aclose()

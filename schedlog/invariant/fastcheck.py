@@ -109,7 +109,7 @@ from schedlog.rules.record import Record
 from schedlog.rules.records import typed_texts_ok
 from schedlog.rules.text import MAX_SAFE_INT
 
-__all__ = ["fast_check", "fast_check_bytes"]
+__all__ = ["Kept", "fast_check", "fast_check_bytes", "fast_check_fd", "single_line_tag"]
 
 _CHUNK: Final = 1 << 18
 _MAX_EVERY_MS: Final = MAX_SAFE_INT // 1000  # everySeconds whose interval in ms is safe
@@ -217,14 +217,31 @@ def fast_check(
         return _check(stream, os.fspath(path), _CHUNK, split, _MIN_SPLIT)
 
 
+#: A chunk of event lines the check took, kept for the caller (``keep``): its lines in order
+#: (each with its ``\n``, or each without it when the chunk held a ``\r``), and how they were
+#: decoded, one item a line: :class:`~schedlog.eventlog.wire.Envelope` items; or the
+#: single-pass decoder's, whose class is tagged by the event type
+#: (:func:`single_line_tag`) and whose ``data`` is raw unless the line is a
+#: :class:`~schedlog.eventlog.wire.ChangeLine` or :class:`~schedlog.eventlog.wire.FollowupLine`;
+#: or None, a chunk read line by line.
+Kept = tuple[list[bytes], "list[Any] | None"]
+
+
+def single_line_tag(cls: type) -> str:
+    """The event type of a line the single-pass decoder gave as an item of class ``cls``."""
+    tag: str = cls.__struct_config__.tag  # type: ignore[attr-defined]
+    return tag
+
+
 def fast_check_fd(
-    fd: int, name: str, *, split: Split | None = None
+    fd: int, name: str, *, split: Split | None = None, keep: list[Kept] | None = None
 ) -> tuple[LogContents, FoldState] | None:
     """:func:`fast_check` of the open file ``fd`` (named ``name`` in messages), read from its
-    start through that descriptor; the descriptor stays open."""
+    start through that descriptor; the descriptor stays open. With ``keep`` (an empty list),
+    the lines are kept there, a :data:`Kept` a chunk, when the result is not None."""
     os.lseek(fd, 0, os.SEEK_SET)
     with open(fd, "rb", closefd=False) as stream:
-        return _check(stream, name, _CHUNK, split, _MIN_SPLIT)
+        return _check(stream, name, _CHUNK, split, _MIN_SPLIT, keep)
 
 
 def fast_check_bytes(
@@ -234,13 +251,19 @@ def fast_check_bytes(
     chunk: int = _CHUNK,
     split: Split | None = None,
     min_split: int = _MIN_SPLIT,
+    keep: list[Kept] | None = None,
 ) -> tuple[LogContents, FoldState] | None:
     """:func:`fast_check` of a log in memory, read ``chunk`` bytes at a time (for tests)."""
-    return _check(io.BytesIO(data), file, chunk, split, min_split)
+    return _check(io.BytesIO(data), file, chunk, split, min_split, keep)
 
 
 def _check(
-    stream: BinaryIO, file: str, size: int, split: Split | None, min_split: int
+    stream: BinaryIO,
+    file: str,
+    size: int,
+    split: Split | None,
+    min_split: int,
+    keep: list[Kept] | None = None,
 ) -> tuple[LogContents, FoldState] | None:
     read = stream.read
     buf = read(size)
@@ -258,6 +281,7 @@ def _check(
         return None
     assert type(header) is Header
     fold = _Chunk(header.seed_length)
+    fold.kept = keep
     body = buf[header_size:]
     tail: Callable[[], bytes | None] | None = None
     middle = _middle(stream, header_size, min_split) if split is not None else None
@@ -409,23 +433,37 @@ class _Chunk:
         self.instants = CanonicalInstantParser()
         self.kinds: frozenset[str] = frozenset()  # the event types seen so far
         self.decode_line: Callable[[bytes], Any] | None = None  # for those types
+        #: With ``keep``: every chunk taken, as (its lines, how they were decoded), see
+        #: :data:`Kept`.
+        self.kept: list[Kept] | None = None
+        self._decoded: list[Any] = []  # the lines of the chunk just taken, decoded
 
     def take(self, carry: bytes, lines: memoryview) -> None:
         """Check and fold the complete lines ``carry + lines`` (each ends with ``\\n``): in one
         pass when every type is one seen before, else in two, else line by line."""
         body = b"".join((carry, lines))
+        kept = self.kept
         if self.count >= self.start:
-            rows = body.split(b"\n")  # each line apart, as the reference reads it
-            rows.pop()  # after the last "\n"
+            # Each line apart, as the reference reads it: split at every "\n" and nowhere else
+            # (without a "\r", splitlines splits there too, and keeps the "\n" a kept line needs).
+            if kept is not None and b"\r" not in body:
+                rows = body.splitlines(keepends=True)
+            else:
+                rows = body.split(b"\n")
+                rows.pop()  # after the last "\n"
             for way in (self._single, self._fast):
                 try:
                     self.count += way(body, rows)
-                    return
                 except _NotTaken:
-                    pass
+                    continue
+                if kept is not None:
+                    kept.append((rows, self._decoded))
+                return
         if self.foreign is not None:
             raise _Invalid  # a tail knows too little to fold line by line: the head does it
         self._lines(body)
+        if kept is not None:
+            kept.append((body.split(b"\n")[:-1], None))
 
     def _single(self, body: bytes, rows: list[bytes]) -> int:
         """:meth:`_fast` in one decoding pass, with the types seen in earlier chunks."""
@@ -434,7 +472,7 @@ class _Chunk:
             if not self.kinds or len(self.kinds) > _MAX_KINDS:
                 raise _NotTaken
             decode = self.decode_line = _line_decoder(self.kinds)
-        lines = _each_line(decode, rows)
+        lines = self._decoded = _each_line(decode, rows)
         count = len(lines)
         classes = list(map(type, lines))
         _check_escapes(body, rows, list(map(_TYPED_LINES.__contains__, classes)))
@@ -458,7 +496,7 @@ class _Chunk:
     # -- the chunk at once ------------------------------------------------------------------
 
     def _fast(self, body: bytes, rows: list[bytes]) -> int:
-        envelopes = _each_line(_decode_envelope, rows)
+        envelopes = self._decoded = _each_line(_decode_envelope, rows)
         lines = len(envelopes)
         kinds = list(map(_KIND, envelopes))
         payloads = list(map(_PAYLOAD, envelopes))

@@ -8,12 +8,17 @@ reference is :func:`schedlog.eventlog.reader.read_log` (events kept) followed by
 * :func:`~schedlog.invariant.fastcheck.fast_check` checks every complete line as the reference
   does (strict JSON, the envelope, no key given twice where that matters) and folds the owned
   suffix, or gives up (None);
-* then each event line is decoded alone into its ``type`` and ``data`` (one ``msgspec`` call a
-  line, all in one ``map``), refusing an envelope with any other key or without ``data``. A
-  line the check proved valid decodes to the values the reference's decoder gives (``msgspec``
-  for the lines it re-encodes exactly, Python's ``json`` for the others, which reads every
-  number and string as ``msgspec`` does; where ``msgspec`` cannot, a number out of the float
-  range or a lone surrogate escape, it raises and the reference reads the log).
+* it keeps the lines it took and how it decoded each one alone (``keep``): the ``type`` and
+  the text of the ``data`` of every line, an envelope of exactly those two keys (a line of a
+  chunk the check read line by line, and a change or follow-up, whose ``data`` the check
+  decoded typed, are decoded once more into that envelope);
+* each event keeps that text (a ``msgspec.Raw`` into its own ``raw`` line) and decodes it on
+  first use (:class:`~schedlog.eventlog.events.LogEvent`): most events of a session are never
+  looked into. A line the check proved valid decodes to the values the reference's decoder
+  gives (``msgspec`` for the lines it re-encodes exactly, Python's ``json`` for the others,
+  which reads every number and string as ``msgspec`` does; a number beyond the float range,
+  which ``msgspec`` refuses, is read by ``json``). A lone surrogate escape, which ``msgspec``
+  refuses even in a text it keeps, sends the log to the reference.
 
 Any doubt (the check gives up, a line does not decode) and the reference reads the log: the
 result is the same, only slower. ``tests/invariant/test_fastopen.py`` compares the two on
@@ -23,15 +28,18 @@ random, mutated and broken logs.
 from __future__ import annotations
 
 import os
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 import msgspec
 from msgspec.structs import replace
 
+from schedlog.eventlog import wire
 from schedlog.eventlog.events import LogEvent
 from schedlog.eventlog.reader import LogContents, read_log_fd
 from schedlog.fold.state import FoldState
-from schedlog.invariant.fastcheck import fast_check_fd
+from schedlog.invariant.fastcheck import Kept, fast_check_fd, single_line_tag
 from schedlog.invariant.logs import validate_log
 
 __all__ = ["read_for_open", "read_for_open_fd"]
@@ -39,10 +47,13 @@ __all__ = ["read_for_open", "read_for_open_fd"]
 
 class _Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     type: str
-    data: Any
+    data: msgspec.Raw
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
+_KIND = attrgetter("type")
+_TYPED_LINES = frozenset({wire.ChangeLine, wire.FollowupLine})
+_DATA = attrgetter("data")
 
 
 def read_for_open(path: str | os.PathLike[str], *, fold: bool = True) -> tuple[LogContents, Any]:
@@ -61,9 +72,10 @@ def read_for_open_fd(fd: int, name: str, *, fold: bool = True) -> tuple[LogConte
     start through that descriptor, so a caller that opened the file safely reads that very file
     (schedlog.invariant.log_open). The descriptor stays open."""
     if fold:
-        fast = fast_check_fd(fd, name)
+        kept: list[Kept] = []
+        fast = fast_check_fd(fd, name, keep=kept)
         if fast is not None:
-            contents = _with_events(fd, fast[0])
+            contents = _with_events(fast[0], kept)
             if contents is not None:
                 return contents, fast[1]
     contents = read_log_fd(fd, name)
@@ -71,35 +83,40 @@ def read_for_open_fd(fd: int, name: str, *, fold: bool = True) -> tuple[LogConte
     return contents, state
 
 
-def _with_events(fd: int, contents: LogContents) -> LogContents | None:
-    """``contents`` (a fast check's, no events kept) with the events of the log's complete
-    lines, or None when a line does not decode as the fast path needs."""
-    body = _pread_all(fd, contents.complete_size - contents.header_size, contents.header_size)
-    if len(body) != contents.complete_size - contents.header_size:
-        return None  # the file changed under the read: the reference reads it again
-    rows = body.split(b"\n")
-    rows.pop()
-    if len(rows) != contents.event_count:
-        return None
+def _with_events(contents: LogContents, kept: list[Kept]) -> LogContents | None:
+    """``contents`` (a fast check's, no events kept) with the events of the lines the check
+    kept, or None when a line does not decode as the fast path needs."""
+    events: list[LogEvent] = []
     try:
-        decoded = list(map(_decode_event, rows))
+        for rows, decoded in kept:
+            events.extend(_chunk_events(rows, decoded))
     except (msgspec.DecodeError, RecursionError):
         return None
-    events = tuple(
-        LogEvent(type=event.type, data=event.data, raw=row + b"\n")
-        for event, row in zip(decoded, rows, strict=True)
-    )
-    return replace(contents, events=events, events_kept=True)
+    if len(events) != contents.event_count:
+        return None
+    return replace(contents, events=tuple(events), events_kept=True)
 
 
-def _pread_all(fd: int, size: int, offset: int) -> bytes:
-    """Up to ``size`` bytes of ``fd`` from ``offset`` (fewer only at the end of the file)."""
-    parts: list[bytes] = []
-    while size > 0:
-        part = os.pread(fd, size, offset)
-        if not part:
-            break
-        parts.append(part)
-        size -= len(part)
-        offset += len(part)
-    return b"".join(parts)
+def _chunk_events(rows: list[bytes], decoded: list[Any] | None) -> list[LogEvent]:
+    """The events of one kept chunk: its ``type`` and the text of its ``data`` from the fast
+    check's own decoding where it kept it, else from one more decode of the line."""
+    if rows and rows[0][-1:] != b"\n":
+        rows = [row + b"\n" for row in rows]  # a chunk split at "\n": each event keeps its own
+    if decoded is None:
+        decoded = list(map(_decode_event, rows))
+    if not decoded or type(decoded[0]) is wire.Envelope or type(decoded[0]) is _Event:
+        kinds = list(map(_KIND, decoded))
+        texts = list(map(_DATA, decoded))
+    else:  # the single-pass decoder's: the type is the class's tag, typed payloads decoded
+        classes = list(map(type, decoded))
+        tags = {cls: single_line_tag(cls) for cls in set(classes)}
+        kinds = list(map(tags.__getitem__, classes))
+        texts = list(map(_DATA, decoded))
+        typed = map(_TYPED_LINES.__contains__, classes)
+        for index in compress(range(len(classes)), typed):
+            texts[index] = _decode_event(rows[index]).data
+    return list(map(_event, kinds, texts, rows))
+
+
+def _event(kind: str, text: msgspec.Raw, raw: bytes) -> LogEvent:
+    return LogEvent(type=kind, data=text, raw=raw)

@@ -23,6 +23,8 @@ from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog import build_followup
 from schedlog.eventlog.events import LogEvent
 from schedlog.eventlog.header import Header
+from schedlog.fold.incremental import FoldCursor
+from schedlog.fold.state import FoldState
 from schedlog.invariant.appender import LogAppender
 from schedlog.runtime.interfaces import FollowupMessage
 
@@ -70,6 +72,8 @@ class FileSession:
         self._new_session_id = session_id or default_session_id(path)
         self._log: LogAppender | None = None
         self._events: list[LogEvent] = []
+        # The list read at open, how many events it held then, and their fold.
+        self._opened: tuple[list[LogEvent], int, FoldState] | None = None
         self._open_error: BaseException | None = None
         self.outbox: list[FollowupMessage] = []
         self._on_followup = on_followup
@@ -100,7 +104,18 @@ class FileSession:
                 gc.enable()
         self._log, self._open_error = log, None
         self._events = list(log.events_at_open)  # the open read them: no second read
+        self._opened = (self._events, len(self._events), log.state) if log.schedule_folded else None
         return True
+
+    def resume_fold(self, cursor: FoldCursor) -> None:
+        """Give ``cursor``, when it holds no fold yet, the fold the open made of the events it
+        read (:meth:`FoldCursor.resume`), so that the first fold after the open folds only
+        what was appended since, not the whole log again."""
+        opened = self._opened
+        if cursor.folded or self._log is None or opened is None:
+            return
+        events, count, state = opened
+        cursor.resume(events, count, seed_length=self._log.header.seed_length, state=state)
 
     def _require(self) -> LogAppender:
         if not self.open():

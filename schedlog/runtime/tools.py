@@ -109,6 +109,10 @@ def read_state(log: SessionLog, cursor: FoldCursor | None = None) -> FoldState:
     seed_length = log.header.seed_length
     if cursor is None:
         return fold(events, seed_length=seed_length)
+    if not cursor.folded:  # a log that folded itself at open starts the cursor there
+        resume = getattr(log, "resume_fold", None)
+        if resume is not None:
+            resume(cursor)
     return cursor.state(events, seed_length=seed_length)
 
 

@@ -175,8 +175,11 @@ def test_a_folder_named_like_a_log_is_walked(
 ) -> None:
     directory = tmp_path / "dir.jsonl"
     directory.mkdir()
+    (directory / "inner.jsonl").write_bytes(b"")
     assert run(["validate", str(directory)]) == 0
-    assert capsys.readouterr().out == ""
+    assert [r["path"] for r in json_lines(capsys.readouterr().out)] == [
+        str(directory / "inner.jsonl")
+    ]
 
 
 def test_unreadable_file_fails(
@@ -193,11 +196,11 @@ def test_unreadable_file_fails(
     (report,) = json_lines(capsys.readouterr().out)
     assert report["ok"] is False and report["sessionId"] is None
     assert report["error"] == {
-        "code": "internal_error",
-        "message": f"cannot read {path}: Permission denied",
+        "code": "session_log_unreadable",
+        "message": f"cannot read {json.dumps(str(path))}: Permission denied",
     }
     assert run(["replay", "--log", str(path)]) == 1
-    assert json_lines(capsys.readouterr().out)[0]["error"]["code"] == "internal_error"
+    assert json_lines(capsys.readouterr().out)[0]["error"]["code"] == "session_log_unreadable"
 
 
 def test_human_validate_table(
@@ -352,7 +355,13 @@ def test_repair_truncates_only_the_torn_tail(
     path.write_bytes(good + b'{"type":"x"')
     assert run(["repair", "--log", str(path), "--dry-run"]) == 0
     assert json_lines(capsys.readouterr().out) == [
-        {"path": str(path), "tornTail": True, "truncatedBytes": 11}
+        {
+            "path": str(path),
+            "tornTail": True,
+            "truncatedBytes": 0,
+            "dryRun": True,
+            "wouldTruncateBytes": 11,
+        }
     ]
     assert path.read_bytes() == good + b'{"type":"x"'
     assert run(["repair", "--log", str(path)]) == 0
@@ -404,7 +413,7 @@ def test_human_repair(
     assert run(["repair", "--log", str(path)]) == 0
     assert run(["repair", "--log", str(path)]) == 0
     assert out.getvalue().splitlines() == [
-        f"{path}: would truncate 3 bytes of torn tail",
+        f"{path}: dry run: would truncate 3 bytes of torn tail; not written",
         f"{path}: truncated 3 bytes of torn tail",
         f"{path}: no torn tail; nothing to do",
     ]

@@ -512,7 +512,8 @@ def test_rules_next_human_form_marks_dst_days(capsys: pytest.CaptureFixture[str]
 
 
 def test_rules_next_bad_rule_is_an_error_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["rules", "next", "--cron", "0 0 * *", "--after", "2026-01-01T00:00:00Z"]) == 1
+    argv = ["rules", "next", "--cron", "0 0 * *", "--after", "2026-01-01T00:00:00Z", "--json"]
+    assert main(argv) == 2  # a flag value the rules reject: a usage error (docs/cli.md)
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "invalid_rule"
 
 

@@ -48,18 +48,23 @@ RESULT_CODES: Final = frozenset(  # docs/errors.md#result-codes
 STORE_OPEN_CODES: Final = frozenset({"malformed-medium", "version-mismatch", "invalid-record"})
 #: Opening a store another service holds (our addition to the three validation failures).
 STORE_LOCK_CODES: Final = frozenset({"store-locked"})
+#: Opening a store that is not there, or whose driver or server is not (docs/errors.md#store-open).
+STORE_REACH_CODES: Final = frozenset(
+    {"store-not-found", "backend-unavailable", "store-unreachable"}
+)
 CLI_CODES: Final = frozenset({"invalid_request"})  # docs/errors.md#cli-code
 #: Answered by the Python API's tool dispatchers only (docs/errors.md#embedding-codes): no batch
 #: line can carry arguments that are not an object, nor reach an engine that is not running.
 EMBEDDING_CODES: Final = frozenset({"invalid_arguments", "engine_not_running"})
 #: docs/errors.md#session-log-files
-SESSION_LOG_CODES: Final = frozenset({"session_log_not_regular"})
+SESSION_LOG_CODES: Final = frozenset({"session_log_not_regular", "session_log_unreadable"})
 #: Every stable code: the code headings of docs/errors.md (tests/fuzz/test_oracle.py checks).
 STABLE_CODES: Final = (
     INPUT_CODES
     | RESULT_CODES
     | STORE_OPEN_CODES
     | STORE_LOCK_CODES
+    | STORE_REACH_CODES
     | CLI_CODES
     | EMBEDDING_CODES
     | SESSION_LOG_CODES

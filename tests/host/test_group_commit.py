@@ -1,4 +1,4 @@
-"""Group commit of creates (HostService._insert): consecutive creates share one durable write,
+"""Group commit of creates (host/fifo.py): consecutive creates share one durable write,
 each is answered only after it, storage order is arrival order, and no create is moved ahead of
 another kind of slot that arrived before it."""
 

@@ -228,7 +228,8 @@ def test_catalog_and_history_commands(tmp_path: Path, capsys: pytest.CaptureFixt
     store = str(tmp_path / "schedule.db")
     args = parser().parse_args(["host", "catalog", "--store", store, "--json"])
     assert args.func(args) == 0
-    (entry,) = json.loads(capsys.readouterr().out)
+    (line,) = capsys.readouterr().out.splitlines()  # JSON Lines: one entry a line
+    entry = json.loads(line)
     assert entry["lastDelivery"]["scheduledAt"] == "2026-05-01T07:30:00.000Z"
     args = parser().parse_args(["host", "catalog", "--store", store])
     assert args.func(args) == 0

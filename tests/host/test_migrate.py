@@ -53,7 +53,8 @@ def test_migrate_idempotent_and_log_untouched(
     argv = ["migrate", "--log", str(log), "--store", str(store)]
     code, dry = run([*argv, "--dry-run"], capsys)
     assert code == 0 and not store.exists()
-    assert isinstance(dry, dict) and len(dry["created"]) == 2
+    assert isinstance(dry, dict) and dry["dryRun"] is True and "created" not in dry
+    assert [c["legacyId"] for c in dry["wouldCreate"]] == ["schedule-1", "schedule-2"]
     code, result = run(argv, capsys)
     assert code == 0
     assert isinstance(result, dict) and result["skipped"] == []

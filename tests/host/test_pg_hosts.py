@@ -8,6 +8,7 @@ in threads of one process, over one sessions directory: what separate processes 
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -191,6 +192,31 @@ def test_claims_skip_live_leases_and_take_over_expired_ones(url: str) -> None:
             a.commit_claimed(done)  # the lease is B's now
         b.commit_claimed(done)
         assert sql(url, "SELECT status, lease_owner FROM schedlog_tasks") == [("inactive", None)]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_next_wake_has_an_answer_while_a_foreign_lease_ends_during_the_call(url: str) -> None:
+    """While another host's lease on an active task ends, ``next_wake`` always answers: the
+    lease's end while it is live, the task's target once it has ended. Read at two instants
+    (two statements), a lease ending between them looked like neither, and a host whose peer
+    died slept with nothing to wake it (seen as a missed takeover in
+    tests/serve/test_webhook_hosts.py). Each round sets the lease to end a fraction of a
+    millisecond after the call starts, so many rounds straddle that end."""
+    a, b = pg_store(url), pg_store(url)
+    offsets = random.Random(7)
+    try:
+        a.insert(task("schedule-1", after_seconds=60))
+        assert [st.task.id for st in a.claim_due(LATER)] == ["schedule-1"]
+        with psycopg.connect(url, autocommit=True) as conn:
+            for _ in range(600):
+                conn.execute(
+                    "UPDATE schedlog_tasks SET lease_until = clock_timestamp() + "
+                    "make_interval(secs => %s)",
+                    (offsets.uniform(0.0, 0.003),),
+                )
+                assert b.next_wake() is not None
     finally:
         a.close()
         b.close()

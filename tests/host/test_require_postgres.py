@@ -21,7 +21,7 @@ def no_psycopg(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_require_postgres_names_what_to_install() -> None:
     with pytest.raises(StoreOpenError) as caught:
         require_postgres()
-    assert caught.value.code == "malformed-medium"
+    assert caught.value.code == "backend-unavailable"
     assert "pip install 'schedlog[postgres]'" in caught.value.message
 
 
@@ -29,7 +29,7 @@ def test_require_postgres_names_what_to_install() -> None:
 def test_open_store_refuses_a_postgres_url_without_psycopg() -> None:
     with pytest.raises(StoreOpenError) as caught:
         open_store("postgresql://127.0.0.1:1/none")
-    assert caught.value.code == "malformed-medium"
+    assert caught.value.code == "backend-unavailable"
     assert "psycopg" in caught.value.message
 
 

@@ -80,7 +80,7 @@ def test_a_stop_that_outlasts_the_timeout_abandons_the_slot_and_closes(
     async def scenario() -> tuple[bool, bool]:
         clock = VirtualClock(T0 + 5000)
         sink = _Hung()
-        service = HostService(store, WebhookSessions(), clock, post=sink.post)
+        service = HostService(store, WebhookSessions(), clock, post=sink.post, backoff=Backoff())
         await asyncio.wait_for(sink.started.wait(), 30)
         finished = await stop_service(service, timeout_s)
         return finished, service.running

@@ -235,12 +235,12 @@ def test_validate_counts_rows_and_names_every_invalid_one(url: str) -> None:
     assert json.loads(out.getvalue())["invalidRecords"] == report["invalidRecords"]
 
 
-def test_validate_unreachable_server_is_malformed_medium() -> None:
+def test_validate_unreachable_server_is_store_unreachable() -> None:
     report = validate_store_report("postgresql://nobody@127.0.0.1:1/none", None)
-    assert report["ok"] is False and report["error"]["code"] == "malformed-medium"
+    assert report["ok"] is False and report["error"]["code"] == "store-unreachable"
     with pytest.raises(StoreOpenError) as info:
         open_store("postgresql://nobody@127.0.0.1:1/none")
-    assert info.value.code == "malformed-medium"
+    assert info.value.code == "store-unreachable"
 
 
 def test_password_is_redacted() -> None:

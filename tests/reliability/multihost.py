@@ -233,7 +233,7 @@ def _refused_at_start(path: Path) -> bool:
         error = json.loads(lines[0])["error"]
     except (ValueError, KeyError, TypeError):
         return False
-    return error.get("code") == "malformed-medium" and "connection failed" in error["message"]
+    return error.get("code") == "store-unreachable" and "connection failed" in error["message"]
 
 
 # --- the writer ----------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +40,25 @@ def test_accepted_connections_get_tcp_nodelay() -> None:
         assert sock.proto == socket.IPPROTO_TCP
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--webhook-concurrency", "0"),
+        ("--webhook-concurrency", "1001"),
+        ("--webhook-timeout", "0"),
+        ("--max-connections", "0"),
+    ],
+)
+def test_out_of_range_serve_flags_are_refused_by_name(
+    tmp_path: Path, flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from schedlog.cli.main import main
+
+    store = str(tmp_path / "s.db")
+    args = ["host", "serve", "--store", store, "--sessions", str(tmp_path / "sessions")]
+    assert main([*args, "--listen", "127.0.0.1:0", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and "must be" in err
+    assert not (tmp_path / "s.db").exists()  # refused before anything was opened

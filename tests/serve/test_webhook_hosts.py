@@ -173,9 +173,10 @@ def test_a_host_killed_mid_post_is_taken_over_with_the_same_message_id(url: str)
                             "FROM schedlog_tasks WHERE id = %s",
                             (task_id,),
                         ).fetchone()
+                    _, err = survivor.stop()
                     pytest.fail(
                         f"no delivery by the survivor (pid {survivor.proc.pid}) within 90 s: "
-                        f"{row}, receiver calls {inbox.calls}"
+                        f"{row}, receiver calls {inbox.calls}; its stderr:\n{err[-4000:]}"
                     )
                 inbox.wait_for(2, 0.2)
     finally:

@@ -198,14 +198,14 @@ class ClaimingStore(Protocol):
 
 def require_postgres() -> None:
     """Return when the PostgreSQL backend's driver (psycopg and its pool) imports; otherwise
-    raise ``malformed-medium`` saying what to install. The one place that says so: call it
+    raise ``backend-unavailable`` saying what to install. The one place that says so: call it
     before importing a ``pg_`` module or :mod:`schedlog.host.stores.postgres`."""
     try:
         import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
     except ImportError as exc:
         raise StoreOpenError(
-            "malformed-medium",
+            "backend-unavailable",
             f"the PostgreSQL backend needs psycopg ({exc}): pip install 'schedlog[postgres]'",
         ) from None
 
@@ -221,7 +221,10 @@ class StoreLock:
         self.path = Path(f"{path}.lock")
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-        except OSError as exc:  # a missing or unwritable directory: no traceback
+        except FileNotFoundError:
+            message = f"the directory of schedule store {path} does not exist"
+            raise StoreOpenError("store-not-found", message) from None
+        except OSError as exc:  # an unwritable directory: no traceback
             message = f"cannot lock {self.path}: {exc.strerror or exc}"
             raise StoreOpenError("malformed-medium", message) from None
         try:

@@ -42,19 +42,14 @@ class PgClaims(PgConnection):
     def next_wake(self, excluded: Iterable[str] = ()) -> int | None:
         """When this host should look for work next (epoch ms): the earliest ``next_at`` of an
         active task it could claim, or the earliest end of another host's lease (its work is
-        taken over then if that host died). Two index scans; None when there is nothing."""
+        taken over then if that host died). Two index scans in one statement, so both read
+        one ``now()`` (:data:`~schedlog.host.stores.pg_queries.NEXT_WAKE`); None when there is
+        nothing."""
         skip = self._excluded(excluded)
 
         def run(c: psycopg.Connection[Any]) -> int | None:
-            row = c.execute(
-                q.NEXT_FREE_TARGET,
-                (self.owner, skip),
-            ).fetchone()
-            lease = c.execute(
-                q.EARLIEST_FOREIGN_LEASE_END,
-                (self.owner,),
-            ).fetchone()
-            found = [int(r[0]) for r in (row, lease) if r is not None and r[0] is not None]
+            row = c.execute(q.NEXT_WAKE, (self.owner, skip, self.owner)).fetchone()
+            found = [int(v) for v in (row or ()) if v is not None]
             return min(found, default=None)
 
         return self._read(run)

@@ -59,14 +59,17 @@ DELETE: Final = "DELETE FROM schedlog_tasks WHERE seq = %s"
 
 # --- claims (several hosts) -----------------------------------------------------------------
 
-NEXT_FREE_TARGET: Final = (
-    f"SELECT next_at FROM schedlog_tasks WHERE status = 'active' AND {_FREE} "
-    "AND NOT (id = ANY(%s)) ORDER BY next_at, seq LIMIT 1"
-)
-EARLIEST_FOREIGN_LEASE_END: Final = (
-    "SELECT (extract(epoch FROM min(lease_until)) * 1000)::bigint "
+#: When to look for work next, in ONE statement so that both halves read one ``now()``: the
+#: earliest ``next_at`` of an active task this host could claim, and the earliest end of a live
+#: lease of another host. Two statements (each its own autocommit transaction) could straddle
+#: a lease's end, the first seeing it live and the second expired, and answer "nothing to do"
+#: while a dead host's task waited (parameters: owner, excluded ids, owner).
+NEXT_WAKE: Final = (
+    f"SELECT (SELECT next_at FROM schedlog_tasks WHERE status = 'active' AND {_FREE} "
+    "AND NOT (id = ANY(%s)) ORDER BY next_at, seq LIMIT 1), "
+    "(SELECT ceil(extract(epoch FROM min(lease_until)) * 1000)::bigint "
     "FROM schedlog_tasks WHERE lease_owner IS NOT NULL AND lease_owner <> %s "
-    "AND lease_until > now()"
+    "AND lease_until > now())"
 )
 CLAIM_DUE: Final = (
     f"SELECT {COLUMNS} FROM schedlog_tasks WHERE status = 'active' "

@@ -64,9 +64,11 @@ def redact_url(url: str) -> str:
 
 
 def malformed(url: str, exc: BaseException) -> StoreOpenError:
-    return StoreOpenError(
-        "malformed-medium", f"cannot open schedule store {redact_url(url)}: {reason(exc)}"
-    )
+    """The open failure of a PostgreSQL store: ``store-unreachable`` when no connection could be
+    made or kept (the server refused, did not answer, or rejected the login), else
+    ``malformed-medium``."""
+    code = "store-unreachable" if isinstance(exc, psycopg.OperationalError) else "malformed-medium"
+    return StoreOpenError(code, f"cannot open schedule store {redact_url(url)}: {reason(exc)}")
 
 
 def reason(exc: BaseException) -> str:

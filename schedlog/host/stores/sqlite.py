@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final
@@ -24,7 +25,13 @@ from typing import Final
 from schedlog._crashpoints import crashpoint
 from schedlog.errors import StoreOpenError
 from schedlog.files import FILE_MODE
-from schedlog.host.stores.base import CatalogRow, StoredTask, StoreLock, StoreWriteError
+from schedlog.host.stores.base import (
+    CatalogRow,
+    StoredTask,
+    StoreLock,
+    StoreLockedError,
+    StoreWriteError,
+)
 from schedlog.host.stores.sqlite_validate import decode_row, validate_sqlite_store
 from schedlog.host.task import Task, encode_task
 from schedlog.rules.instants import parse_canonical_instant
@@ -66,8 +73,25 @@ FROM tasks ORDER BY seq
 """
 
 
+#: Tries at taking the store lock, and the pause between them: a reader's probe of the lock
+#: (:func:`~schedlog.host.stores.sqlite_validate.writer_holds`) holds it shared for a few
+#: microseconds, which must not refuse a service that starts at that moment.
+_LOCK_TRIES: Final = 5
+_LOCK_PAUSE_S: Final = 0.002
+
+
 def _malformed(message: str) -> StoreOpenError:
     return StoreOpenError("malformed-medium", message)
+
+
+def _take_lock(path: Path) -> StoreLock:
+    """The store lock; ``store-locked`` only when it stays held over a few tries."""
+    for _ in range(_LOCK_TRIES - 1):
+        try:
+            return StoreLock(path)
+        except StoreLockedError:
+            time.sleep(_LOCK_PAUSE_S)
+    return StoreLock(path)
 
 
 def _storable(key: str) -> bool:
@@ -100,7 +124,7 @@ class SqliteTaskStore:
     @classmethod
     def open(cls, path: Path) -> SqliteTaskStore:
         """Lock, validate (or initialize a missing / zero-length file), then open for writing."""
-        lock = StoreLock(path)
+        lock = _take_lock(path)
         try:
             try:
                 size: int | None = path.stat().st_size
@@ -111,7 +135,7 @@ class SqliteTaskStore:
             if size:
                 # Read-only, and a crash-left write-ahead log is read through a private copy:
                 # even a read-only connection would create or write the -shm index.
-                validate_sqlite_store(path)
+                validate_sqlite_store(path, lock_held=True)
             else:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
                 os.close(fd)

@@ -1,14 +1,24 @@
-"""Read-only validation of an SQLite task store, shared by opening the store
-(:class:`~schedlog.host.stores.sqlite.SqliteTaskStore`) and ``schedlog validate --store``
-(:mod:`schedlog.host.validate`).
+"""Read-only validation and reading of an SQLite task store, shared by opening the store
+(:class:`~schedlog.host.stores.sqlite.SqliteTaskStore`), ``schedlog validate --store``
+(:mod:`schedlog.host.validate`) and the read commands ``host catalog`` / ``host history``.
 
-Nothing here creates, writes or locks a file: a store without a pending log is read with
-``immutable=1``; a store with a non-empty ``-wal`` or ``-journal`` is validated on a private copy
-of the database and its log in a temporary directory.
+Nothing here creates, writes or locks a store file (docs/decisions.md, "Readers beside a
+writer"):
+
+* while a service holds the store (its ``<store>.lock`` is locked), the store is read in one
+  WAL read transaction on a ``mode=ro`` connection: a consistent snapshot of what was committed
+  when the first row was read, beside the writer, taking no write lock. The writer's ``-wal`` and
+  ``-shm`` already exist then, so none is created;
+* otherwise a store without a pending log is read with ``immutable=1``, and a store with a
+  non-empty ``-wal`` or ``-journal`` (a service that crashed) is read on a private copy of the
+  database and its log in a temporary directory. The files' size, mtime and inode are compared
+  before and after, so a service that started meanwhile makes the read start again.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import sqlite3
 import stat
@@ -22,7 +32,14 @@ from schedlog.host.stores.base import StoredTask
 from schedlog.host.task import InvalidTaskError, decode_task
 from schedlog.strictjson import JSONSyntaxError, loads_strict
 
-__all__ = ["check_regular_file", "decode_row", "validate_sqlite", "validate_sqlite_store"]
+__all__ = [
+    "check_regular_file",
+    "decode_row",
+    "read_sqlite_tasks",
+    "validate_sqlite",
+    "validate_sqlite_store",
+    "writer_holds",
+]
 
 _TASK_COLUMNS: Final = ["seq", "id", "session_id", "body"]
 _META_COLUMNS: Final = ["key", "value"]
@@ -39,11 +56,12 @@ def _malformed(message: str) -> StoreOpenError:
 
 
 def check_regular_file(path: Path) -> int:
-    """The size of the store file; ``malformed-medium`` when it is missing or not a file."""
+    """The size of the store file; ``store-not-found`` when it is missing, ``malformed-medium``
+    when it is not a file."""
     try:
         st = path.stat()
     except FileNotFoundError:
-        raise _malformed(f"schedule store {path} does not exist") from None
+        raise StoreOpenError("store-not-found", f"schedule store {path} does not exist") from None
     except OSError as exc:
         raise _malformed(f"cannot read schedule store {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
@@ -78,50 +96,65 @@ def decode_row(seq: int, key: str, session_id: str, body: str) -> StoredTask:
     return StoredTask(seq, task)
 
 
-def validate_sqlite(path: Path) -> int:
-    """Validate an existing, non-empty SQLite store read-only; the number of tasks.
+def validate_sqlite(path: Path, tasks: list[StoredTask] | None = None) -> int:
+    """Validate an existing, non-empty SQLite store read-only; the number of tasks. When
+    ``tasks`` is a list, the decoded tasks are appended to it in storage order.
 
     Order (docs/protocol.md#open-failures): an SQLite database at all, the meta table and its rows,
     the version (``user_version`` and ``unit.version``), the tasks table, then each row by ``seq``.
-    Rows are decoded one at a time and not kept, so validating a large store takes little memory.
+    Without ``tasks``, rows are decoded one at a time and not kept, so validating a large store
+    takes little memory.
     """
+    return _read_uri(_read_only_uri(path), path, tasks)
+
+
+def _read_uri(uri: str, path: Path, tasks: list[StoredTask] | None) -> int:
+    """Validate (and collect) the store through a read-only connection to ``uri``, every query
+    in one read transaction, so that a writer's commits in between are never half seen."""
     try:
-        conn = sqlite3.connect(_read_only_uri(path), uri=True)
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
     except sqlite3.Error as exc:
         raise _malformed(f"cannot open schedule store {path}: {exc}") from None
     try:
         try:
-            names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-            if "schedlog_meta" not in names or _columns(conn, "schedlog_meta") != _META_COLUMNS:
-                raise _malformed("schedule store has no schedlog_meta table")
-            meta = dict(conn.execute("SELECT key, value FROM schedlog_meta").fetchall())
-            if meta.get("unit.name") != "schedule" or "unit.version" not in meta:
-                raise _malformed("schedule store meta rows unit.name/unit.version are missing")
-            (user_version,) = conn.execute("PRAGMA user_version").fetchone()
-            if user_version != 1 or meta["unit.version"] != "1":
-                raise StoreOpenError(
-                    "version-mismatch",
-                    f"schedule store version is {meta['unit.version']!r} "
-                    f"(user_version {user_version}), not 1",
-                )
-            if "tasks" not in names or _columns(conn, "tasks") != _TASK_COLUMNS:
-                raise _malformed("schedule store has no tasks table")
-            rows = conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
-            count = 0
-            for seq, key, session_id, body in rows:
-                try:
-                    if not all(isinstance(v, str) for v in (key, session_id, body)):
-                        raise InvalidTaskError("schedule task columns must be text")
-                    decode_row(seq, key, session_id, body)
-                except InvalidTaskError as exc:
-                    raise StoreOpenError("invalid-record", f"task {key!r}: {exc.message}") from None
-                count += 1
-            return count
+            conn.execute("BEGIN")  # deferred: the first SELECT starts the read transaction
+            return _validate_connection(conn, tasks)
         except sqlite3.Error as exc:
             message = f"schedule store {path} is not a readable SQLite database: {exc}"
             raise _malformed(message) from None
     finally:
-        conn.close()
+        conn.close()  # a read transaction needs no commit; closing ends it
+
+
+def _validate_connection(conn: sqlite3.Connection, tasks: list[StoredTask] | None) -> int:
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    if "schedlog_meta" not in names or _columns(conn, "schedlog_meta") != _META_COLUMNS:
+        raise _malformed("schedule store has no schedlog_meta table")
+    meta = dict(conn.execute("SELECT key, value FROM schedlog_meta").fetchall())
+    if meta.get("unit.name") != "schedule" or "unit.version" not in meta:
+        raise _malformed("schedule store meta rows unit.name/unit.version are missing")
+    (user_version,) = conn.execute("PRAGMA user_version").fetchone()
+    if user_version != 1 or meta["unit.version"] != "1":
+        raise StoreOpenError(
+            "version-mismatch",
+            f"schedule store version is {meta['unit.version']!r} "
+            f"(user_version {user_version}), not 1",
+        )
+    if "tasks" not in names or _columns(conn, "tasks") != _TASK_COLUMNS:
+        raise _malformed("schedule store has no tasks table")
+    rows = conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
+    count = 0
+    for seq, key, session_id, body in rows:
+        try:
+            if not all(isinstance(v, str) for v in (key, session_id, body)):
+                raise InvalidTaskError("schedule task columns must be text")
+            stored = decode_row(seq, key, session_id, body)
+        except InvalidTaskError as exc:
+            raise StoreOpenError("invalid-record", f"task {key!r}: {exc.message}") from None
+        if tasks is not None:
+            tasks.append(stored)
+        count += 1
+    return count
 
 
 def _pending_logs(path: Path) -> list[Path]:
@@ -152,7 +185,9 @@ def _signature(paths: list[Path]) -> _Signature:
     return tuple(out)
 
 
-def _validate_sqlite_snapshot(path: Path, logs: list[Path]) -> int:
+def _validate_sqlite_snapshot(
+    path: Path, logs: list[Path], tasks: list[StoredTask] | None = None
+) -> int:
     """Validate a copy of the database and its pending log(s) in a private directory.
 
     A read-write connection on the copy replays a write-ahead log (or rolls back a hot journal)
@@ -180,7 +215,7 @@ def _validate_sqlite_snapshot(path: Path, logs: list[Path]) -> int:
             )
         try:
             _recover(copy)
-            return validate_sqlite(copy)
+            return validate_sqlite(copy, tasks)
         except StoreOpenError as exc:  # name the store, not the private copy
             raise StoreOpenError(exc.code, exc.message.replace(str(copy), str(path))) from None
 
@@ -197,12 +232,92 @@ def _recover(copy: Path) -> None:
         raise _malformed(f"schedule store is not a readable SQLite database: {exc}") from None
 
 
-def validate_sqlite_store(path: Path) -> int:
-    """Validate the SQLite store at ``path`` without modifying, creating or locking any file;
-    the number of tasks. A store with a pending log is validated on a private copy."""
+def writer_holds(path: Path) -> bool:
+    """Whether a service holds the store's lock (``<store>.lock``, see
+    :class:`~schedlog.host.stores.base.StoreLock`) right now.
+
+    Probed with a shared, non-blocking ``flock`` that is released at once; a missing lock file
+    is not created (no service has opened the store since it was made, or it was removed).
+    """
+    try:
+        fd = os.open(f"{path}.lock", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _companions(path: Path) -> list[Path]:
+    return [path, *(Path(f"{path}{suffix}") for suffix in (*_LOG_SUFFIXES, "-shm"))]
+
+
+def _live_uri(path: Path) -> str | None:
+    """The ``mode=ro`` URI to read beside a live writer, when its ``-wal`` and ``-shm`` exist
+    (so that reading creates neither); None otherwise."""
+    if not all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm")):
+        return None
+    return f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+
+
+def _read_store(path: Path, tasks: list[StoredTask] | None, *, probe: bool) -> int:
     if check_regular_file(path) == 0:
         return 0  # open_store initializes a zero-length file as an empty store
-    logs = _pending_logs(path)
-    if logs:
-        return _validate_sqlite_snapshot(path, logs)
-    return validate_sqlite(path)
+    for _ in range(_SNAPSHOT_ATTEMPTS):
+        got: list[StoredTask] | None = None if tasks is None else []
+        live = _live_uri(path) if probe and writer_holds(path) else None
+        if live is not None:
+            try:
+                count = _read_uri(live, path, got)
+            except StoreOpenError:
+                if writer_holds(path):
+                    raise
+                continue  # the service stopped (and removed its log) under the read
+            if tasks is not None and got is not None:
+                tasks.extend(got)
+            return count
+        files = _companions(path)
+        before = _signature(files)
+        try:
+            logs = _pending_logs(path)
+            count = (
+                _validate_sqlite_snapshot(path, logs, got) if logs else validate_sqlite(path, got)
+            )
+        except StoreOpenError:
+            if not probe or _signature(files) == before:
+                raise
+            continue  # the files changed under the read: a service started; read again
+        if not probe or _signature(files) == before:
+            if tasks is not None and got is not None:
+                tasks.extend(got)
+            return count
+    raise _malformed(
+        f"schedule store {path} kept changing while it was read; is a service starting on it?"
+    )
+
+
+def validate_sqlite_store(path: Path, *, lock_held: bool = False) -> int:
+    """Validate the SQLite store at ``path`` without modifying, creating or locking any file;
+    the number of tasks. Beside a service that holds the store, in one WAL read transaction;
+    a store with a pending log and no service is validated on a private copy.
+
+    ``lock_held``: the caller holds the store lock itself (a service opening the store), so no
+    other writer can be live and a crash-left log is always read through a private copy."""
+    return _read_store(path, None, probe=not lock_held)
+
+
+def read_sqlite_tasks(path: Path) -> list[StoredTask]:
+    """Every task of the SQLite store at ``path``, in storage order, validated as
+    :func:`validate_sqlite_store` does: a consistent snapshot, read without modifying, creating
+    or locking any file, beside a service that holds the store or without one."""
+    tasks: list[StoredTask] = []
+    _read_store(path, tasks, probe=True)
+    return tasks
