@@ -97,6 +97,49 @@ EVENTS: Final[dict[str, EventSpec]] = {
         "host run: the service stopped; how many messages it delivered while it ran",
         "schedule: host run stopped: <delivered> deliveries",
     ),
+    "serve.started": EventSpec(
+        "info",
+        (
+            "url",
+            "store",
+            "backend",
+            "sessions",
+            "deliverTo",
+            "active",
+            "nextTarget",
+            "nextTargetLocal",
+        ),
+        "host serve: listening, the service runs (sessions or deliverTo is null: the other sink)",
+        "schedule: host serve started at <url>: store <store> (<backend>), sessions <sessions>, "
+        "<active> active tasks, next target <nextTarget> (<nextTargetLocal> local)",
+    ),
+    "serve.stopped": EventSpec(
+        "info",
+        ("delivered", "requests"),
+        "host serve: the server and the service stopped",
+        "schedule: host serve stopped: <delivered> deliveries, <requests> requests",
+    ),
+    "http.request": EventSpec(
+        "info",
+        ("method", "route", "status", "ms"),
+        "host serve: one request answered (route template, never the path; status 0: the "
+        "client went away first)",
+        "schedule: <method> <route> <status> <ms> ms",
+    ),
+    "metrics.listening": EventSpec(
+        "info",
+        ("url",),
+        "host run --metrics-listen: Prometheus metrics are served",
+        "schedule: metrics at <url>",
+    ),
+    "host.stop_timeout": EventSpec(
+        "warning",
+        ("timeoutSeconds",),
+        "host run, host serve: stopping outlasted --stop-timeout; the delivery in flight was "
+        "abandoned (its reminders stay due)",
+        "schedule: stopping took longer than <timeoutSeconds> s: the delivery in flight was "
+        "abandoned (its reminders stay due)",
+    ),
     "session.started": EventSpec(
         "info",
         ("log", "sessionId", "active", "nextTarget", "nextTargetLocal"),
@@ -112,12 +155,12 @@ EVENTS: Final[dict[str, EventSpec]] = {
     ),
     "delivery.sent": EventSpec(
         "info",
-        ("sessionId", "messageId", "reminders"),
-        "host run, session run: one follow-up message was delivered; reminders are its members "
-        "({id, occurrenceAt}, framing order); host run adds latenessMs, the delay from the "
-        "earliest member's occurrence to the durable append",
-        "schedule: delivered to <sessionId>: <id> at <occurrenceAt>, … as <messageId>"
-        " (<latenessMs> ms late)",
+        ("sessionId", "messageId", "reminders", "latenessMs"),
+        "host run, host serve, session run: one follow-up message was delivered; reminders are "
+        "its members ({id, occurrenceAt}, framing order); latenessMs is how long after the "
+        "earliest member's occurrence it was durable (null when not known)",
+        "schedule: delivered to <sessionId>: <id> at <occurrenceAt>, … as <messageId> "
+        "(<latenessMs> ms late)",
     ),
     "delivery.burst": EventSpec(
         "info",
@@ -229,23 +272,34 @@ def recovered_fields(member: Member, message_id: str) -> dict[str, str]:
 
 
 def sent_fields(
-    session_id: str, message_id: str, members: Iterable[Member], lateness_ms: int | None = None
+    session_id: str,
+    message_id: str,
+    members: Iterable[Member],
+    lateness_ms: int | None = None,
+    *,
+    delivered_at: int | None = None,
 ) -> dict[str, Any]:
     """The fields of ``delivery.sent``: the session, the message id and its members in framing
-    order, ``latenessMs`` when given, with the human ``message``."""
-    reminders = [{"id": m.id, "occurrenceAt": format_instant(m.occurrence_at)} for m in members]
+    order, ``latenessMs`` (given, or how long after the earliest member's occurrence
+    ``delivered_at`` is; else null) and the human ``message``."""
+    listed_members = list(members)
+    reminders = [
+        {"id": m.id, "occurrenceAt": format_instant(m.occurrence_at)} for m in listed_members
+    ]
     listed = ", ".join(f"{r['id']} at {r['occurrenceAt']}" for r in reminders)
     message = f"schedule: delivered to {session_id}: {listed} as {message_id}"
-    fields: dict[str, Any] = {
+    late = lateness_ms
+    if late is None and delivered_at is not None and listed_members:
+        late = max(0, delivered_at - min(m.occurrence_at for m in listed_members))
+    if late is not None:
+        message += f" ({late} ms late)"
+    return {
         "sessionId": session_id,
         "messageId": message_id,
         "reminders": reminders,
+        "latenessMs": late,
+        "message": message,
     }
-    if lateness_ms is not None:
-        fields["latenessMs"] = lateness_ms
-        message += f" ({lateness_ms} ms late)"
-    fields["message"] = message
-    return fields
 
 
 def failure_fields(what: str, error: BaseException | str) -> dict[str, str]:

@@ -39,3 +39,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("not run on this machine", sep="-", yellow=True)
         for line in lines:
             terminalreporter.write_line(line, yellow=True)
+
+
+@pytest.fixture(autouse=True)
+def _structlog_defaults() -> object:
+    """Undo a command's logging set-up after each test: a CLI run in-process binds structlog
+    to that test's captured stderr, which is closed once the test ends, and every later log
+    line (an access line of an in-process app, say) would fail on it."""
+    yield
+    import structlog
+
+    structlog.reset_defaults()

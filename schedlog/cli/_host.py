@@ -17,8 +17,8 @@ import argparse
 import asyncio
 import signal
 import sys
-from collections.abc import Coroutine, Iterable
-from typing import Any, TextIO, TypeVar
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO, TypeVar
 
 from schedlog.absent import ABSENT
 from schedlog.cli.common import (
@@ -37,23 +37,24 @@ from schedlog.cli.run_log import (
     stopped_message,
 )
 from schedlog.clock import Clock
-from schedlog.diagnostics import sent_fields
-from schedlog.errors import StoreOpenError
+from schedlog.errors import ScheduleError, StoreOpenError
 from schedlog.host.config import Retention
-from schedlog.host.delivery import Delivered
 from schedlog.host.endpoint import with_serve_hint
 from schedlog.host.remote import REMOTE_OPERATIONS, call_remote
-from schedlog.host.retry import Backoff
 from schedlog.host.service import HostService
-from schedlog.host.sessions import SessionsDirectory
+from schedlog.host.sessions import SessionsDirectory, SessionsPathError, check_sessions_path
 from schedlog.host.stores.base import StoredTask, TaskStore
 from schedlog.host.stores.open import Backend, open_store, read_tasks, select_backend
 from schedlog.host.tools import TOOL_NAMES, HostTools
 from schedlog.rules.text import js_dumps, printable
 
+if TYPE_CHECKING:
+    from schedlog.host.metrics import HostMetrics
+
 __all__ = [
     "BatchClock",
     "HostBatch",
+    "RunOptions",
     "cmd_batch",
     "cmd_catalog",
     "cmd_history",
@@ -200,47 +201,54 @@ async def run_host(
     stop: asyncio.Event,
     err: TextIO | None = None,
     log_format: str = "json",
+    options: RunOptions | None = None,
 ) -> int:
     """``host run``: serve until ``stop`` is set, logging ``host.started``, one
     ``delivery.sent`` per message and ``host.stopped`` (docs/operations.md#host-run).
 
-    A store that fails to open is reported on ``err`` (stderr), as ``error: …`` in the human
-    form or as the ``{"error": …}`` line otherwise, and gives exit status 1.
+    A sessions path that is not a directory, a store that fails to open or a metrics address
+    it cannot listen on is reported on ``err`` (stderr), as ``error: …`` in the human form or
+    as the ``{"error": …}`` line otherwise, and gives exit status 1.
     """
     import structlog
 
+    from schedlog.cli.serve_log import DeliveryLines
+    from schedlog.host.retry import Backoff
+    from schedlog.host.stopping import stop_service
+
+    opts = options or RunOptions()
+    stream = err if err is not None else sys.stderr
     try:
+        check_sessions_path(sessions_dir)
         store = open_store(store_path, backend)
     except StoreOpenError as exc:
-        refused = with_serve_hint(exc, store_path)
-        stream = err if err is not None else sys.stderr
-        if log_format == "human":
-            print(f"error: {refused.message} ({refused.code})", file=stream, flush=True)
-        else:
-            write_json_line({"error": refused.to_value()}, stream)
-        return 1
+        return _refuse(with_serve_hint(exc, store_path), stream, log_format)
+    except SessionsPathError as exc:
+        return _refuse(exc, stream, log_format)
     log = structlog.get_logger("schedlog.cli")
+    chosen = select_backend(store_path, backend)
+    metrics = _metrics_for(opts, chosen, store)
     sessions = SessionsDirectory(sessions_dir)
-    # A delivery that failed (a full disk, an unreadable log) is retried with backoff, even
-    # when nothing else wakes the timer (docs/reliability.md#full-disk).
-    service = HostService(store, sessions, clock, keep or Retention(), backoff=Backoff())
-    delivered = 0
-
-    def sent(message: Delivered) -> None:
-        nonlocal delivered
-        delivered += 1
+    backoff = Backoff(opts.retry_base_ms, opts.retry_cap_ms)
+    service = HostService(store, sessions, clock, keep or Retention(), backoff=backoff)
+    lines = DeliveryLines()
+    lines.watch(service)
+    stop_metrics = None
+    if metrics is not None:
+        metrics.watch(service)
+        try:
+            stop_metrics, metrics_url = _listen_metrics(opts, metrics)
+        except ScheduleError as exc:
+            await service.aclose()
+            sessions.close()
+            return _refuse(exc, stream, log_format)
         log.info(
-            "delivery.sent",
-            **sent_fields(
-                message.session_id, message.message_id, message.members, message.lateness_ms()
-            ),
+            "metrics.listening", url=metrics_url, message=f"schedule: metrics at {metrics_url}"
         )
-
-    service.subscribe_deliveries(sent)
     target = start_fields(service.core.next_target())
     fields: dict[str, Any] = {
         "store": str(store.path),
-        "backend": select_backend(store_path, backend),
+        "backend": chosen,
         "sessions": sessions_dir,
         "active": service.core.active_count(),
         **target,
@@ -258,10 +266,59 @@ async def run_host(
     try:
         await stop.wait()
     finally:
-        await service.aclose()
+        await stop_service(service, opts.stop_timeout)
         sessions.close()
-        log.info("host.stopped", message=stopped_message("host", delivered), delivered=delivered)
+        if stop_metrics is not None:
+            stop_metrics()
+        log.info(
+            "host.stopped",
+            message=stopped_message("host", lines.delivered),
+            delivered=lines.delivered,
+        )
     return 0
+
+
+class RunOptions(NamedTuple):
+    """``host run``'s retry, stop and metrics flags (docs/cli.md#host-run)."""
+
+    retry_base_ms: int = 1000
+    retry_cap_ms: int = 300_000
+    stop_timeout: float = 10.0
+    metrics_listen: str | None = None
+
+
+def _refuse(exc: ScheduleError, stream: TextIO, log_format: str) -> int:
+    if log_format == "human":
+        print(f"error: {exc.message} ({exc.code})", file=stream, flush=True)
+    else:
+        write_json_line({"error": exc.to_value()}, stream)
+    return 1
+
+
+def _metrics_for(opts: RunOptions, backend: str, store: TaskStore) -> HostMetrics | None:
+    if opts.metrics_listen is None:
+        return None
+    from schedlog.host.metrics import HostMetrics
+
+    metrics = HostMetrics(backend)
+    metrics.instrument_store(store)
+    return metrics
+
+
+def _listen_metrics(opts: RunOptions, metrics: HostMetrics) -> tuple[Callable[[], None], str]:
+    from schedlog.cli._serve import parse_listen
+    from schedlog.host.metrics import serve_metrics
+
+    assert opts.metrics_listen is not None
+    host, port = parse_listen(opts.metrics_listen)
+    try:
+        bound, stop = serve_metrics(host, port, metrics)
+    except OSError as exc:
+        raise ScheduleError(
+            "listen-failed", f"cannot listen on --metrics-listen {opts.metrics_listen}: {exc}"
+        ) from None
+    shown = f"[{host}]" if ":" in host else host
+    return stop, f"http://{shown}:{bound}/metrics"
 
 
 async def _run_host(args: argparse.Namespace, log_format: str) -> int:
@@ -272,6 +329,9 @@ async def _run_host(args: argparse.Namespace, log_format: str) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     keep = Retention(args.history_days, args.history_records)
+    options = RunOptions(
+        args.retry_base_ms, args.retry_cap_ms, args.stop_timeout, args.metrics_listen
+    )
     return await run_host(
         args.store,
         args.backend,
@@ -280,12 +340,40 @@ async def _run_host(args: argparse.Namespace, log_format: str) -> int:
         clock=SystemClock(),
         stop=stop,
         log_format=log_format,
+        options=options,
     )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     log_format = configure_run_logging(args.log_format, args.log_level)
+    try:
+        _check_run_flags(args)
+    except ValueError as exc:
+        print(f"schedlog host run: {exc}", file=sys.stderr)
+        return 2
     return asyncio.run(_run_host(args, log_format))
+
+
+def _check_run_flags(args: argparse.Namespace) -> None:
+    if not 0 < args.retry_base_ms <= args.retry_cap_ms:
+        raise ValueError("--retry-base-ms must be positive and at most --retry-cap-ms")
+    if not 0.1 <= args.stop_timeout <= 3600:
+        raise ValueError("--stop-timeout must be from 0.1 through 3600 seconds")
+    if args.metrics_listen is not None:
+        from schedlog.cli._serve import parse_listen
+
+        try:
+            parse_listen(args.metrics_listen)
+        except ValueError:
+            raise ValueError(
+                f"--metrics-listen must be HOST:PORT, not {args.metrics_listen!r}"
+            ) from None
+        try:
+            import prometheus_client  # noqa: F401
+        except ImportError:
+            raise ValueError(
+                "--metrics-listen needs the metrics extra: pip install 'schedlog[metrics]'"
+            ) from None
 
 
 def _open_for_read(args: argparse.Namespace) -> TaskStore | None:

@@ -19,11 +19,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from schedlog.cli.common import configure_diagnostics, write_json_line
+from schedlog.cli.common import write_json_line
+from schedlog.cli.run_log import configure_run_logging
 from schedlog.errors import StoreOpenError
 from schedlog.host.config import Retention
 from schedlog.host.endpoint import remove_endpoint, with_serve_hint, write_endpoint
-from schedlog.host.sessions import SessionsDirectory
+from schedlog.host.sessions import SessionsDirectory, SessionsPathError, check_sessions_path
 from schedlog.host.stores.base import TaskStore
 from schedlog.host.stores.open import open_store, select_backend
 
@@ -84,6 +85,8 @@ async def _serve(
 ) -> int:
     import uvicorn
 
+    from schedlog.cli.serve_log import ServeRunLog
+    from schedlog.host.metrics import HostMetrics
     from schedlog.runtime.clock import SystemClock
     from schedlog.serve.app import Host, build_app
     from schedlog.serve.auth import allowed_hosts
@@ -101,35 +104,41 @@ async def _serve(
     url = f"http://{url_host}:{port}"
     keep = Retention(args.history_days, args.history_records)
     clock = SystemClock()
+    metrics = HostMetrics(select_backend(args.store, args.backend))
+    metrics.instrument_store(store)
+    run_log = ServeRunLog()
 
     async def opener() -> Host:
         from schedlog.host.retry import Backoff
         from schedlog.host.service import HostService
+        from schedlog.serve.webhook import retry_lookup
 
+        # Failed deliveries are retried on the timer with capped backoff, into a session
+        # log as to a webhook (docs/operations.md#retries).
+        backoff = Backoff(args.retry_base_ms, args.retry_cap_ms)
         if args.deliver_to is None:
             sessions = SessionsDirectory(args.sessions)
 
             async def close_sessions() -> None:
                 sessions.close()
 
-            # retried with backoff, as in `host run` (docs/reliability.md#full-disk)
-            service = HostService(store, sessions, clock, keep, backoff=Backoff())
-            return Host(service, close=close_sessions)
+            service = HostService(store, sessions, clock, keep, backoff=backoff)
+            run_log.watch(service)
+            return Host(service, retry_state=retry_lookup(backoff), close=close_sessions)
         from schedlog.host.webhook import WebhookSessions, WebhookSink
-        from schedlog.serve.webhook import retry_lookup
 
         assert secret is not None
         sink = WebhookSink(args.deliver_to, secret, clock, timeout_s=args.webhook_timeout)
-        backoff = Backoff(args.retry_base_ms, args.retry_cap_ms)
         service = HostService(
             store,
             WebhookSessions(),
             clock,
             keep,
-            post=sink.post,
+            post=metrics.counted_post(sink.post),
             backoff=backoff,
             post_concurrency=args.webhook_concurrency,
         )
+        run_log.watch(service)
         return Host(service, retry_state=retry_lookup(backoff), close=sink.aclose)
 
     app = build_app(
@@ -139,6 +148,9 @@ async def _serve(
         epoch=clock.now_ms(),
         cors_origins=args.cors_origin or (),
         max_event_clients=args.max_event_clients,
+        metrics=metrics,
+        metrics_public=args.metrics_public,
+        stop_timeout=args.stop_timeout / 2,
     )
     loop = asyncio.get_running_loop()
 
@@ -171,7 +183,8 @@ async def _serve(
         access_log=False,
         server_header=False,
         proxy_headers=False,
-        timeout_graceful_shutdown=5,
+        # Half of --stop-timeout for open connections, half for the delivery in flight.
+        timeout_graceful_shutdown=max(0.1, args.stop_timeout / 2),
     )
     _limit_logs()
     server = Server(config)
@@ -189,17 +202,20 @@ async def _serve(
         print(f"token: {where}", flush=True)
         # The web page with a one-time sign-in code (never the token) in the fragment.
         print(f"page: {page_url(url, app.state.signin.issue())}", flush=True)
+        run_log.started(url, args, app.state.serve.service)
     try:
         await task
     finally:
         if not shared:
             remove_endpoint(args.store)
         sock.close()
+        if server.started:
+            run_log.stopped(app.state.access.requests)
     return 0 if server.started else 1
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    configure_diagnostics()
+    configure_run_logging(args.log_format, args.log_level)
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
@@ -223,6 +239,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ValueError("--max-connections must be from 1 through 100000")
         if not 0.1 <= args.header_timeout <= 600:
             raise ValueError("--header-timeout must be from 0.1 through 600 seconds")
+        if not 0.1 <= args.stop_timeout <= 3600:
+            raise ValueError("--stop-timeout must be from 0.1 through 3600 seconds")
     except ValueError as exc:
         print(f"schedlog host serve: {exc}", file=sys.stderr)
         return 2
@@ -249,6 +267,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             secret = load_secret(args.webhook_secret_file)
         except SecretError as exc:
             return _fail(exc.code, str(exc))
+    if args.sessions is not None:
+        try:
+            check_sessions_path(args.sessions)
+        except SessionsPathError as exc:
+            write_json_line({"error": exc.to_value()}, sys.stderr)
+            return 1
     try:
         store = open_store(args.store, args.backend)
     except StoreOpenError as exc:

@@ -113,7 +113,12 @@ async def run_live_session(
         delivered += 1
         write_json_line(delivery_json(message), out)
         session_id = session.header.session_id
-        log.info("delivery.sent", **sent_fields(session_id, message.message_id, message.members))
+        log.info(
+            "delivery.sent",
+            **sent_fields(
+                session_id, message.message_id, message.members, delivered_at=clock.now_ms()
+            ),
+        )
 
     session = FileSession(path, session_id=session_id, on_followup=show)
     engine = SessionEngine(session, session, clock)

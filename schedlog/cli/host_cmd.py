@@ -105,6 +105,32 @@ def _service_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _retry_args(parser: argparse.ArgumentParser) -> None:
+    """The backoff of failed deliveries (docs/operations.md#retries), and ``--stop-timeout``."""
+    parser.add_argument(
+        "--retry-base-ms",
+        type=int,
+        default=1000,
+        metavar="MS",
+        help="first retry delay of a failed delivery, to a log or a webhook (default 1000)",
+    )
+    parser.add_argument(
+        "--retry-cap-ms",
+        type=int,
+        default=300_000,
+        metavar="MS",
+        help="longest retry delay; each failure doubles the delay up to it (default 300000)",
+    )
+    parser.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="on SIGTERM/SIGINT, seconds to finish deliveries in flight before exiting "
+        "(default 10)",
+    )
+
+
 def _serve_parser(hsub: Any) -> None:
     serve = hsub.add_parser(
         "serve",
@@ -190,20 +216,13 @@ def _serve_parser(hsub: Any) -> None:
         metavar="N",
         help="webhook POSTs in flight at once, each session's in order (default 16)",
     )
+    _retry_args(serve)
     serve.add_argument(
-        "--retry-base-ms",
-        type=int,
-        default=1000,
-        metavar="MS",
-        help="first retry delay of a failed webhook delivery (default 1000)",
+        "--metrics-public",
+        action="store_true",
+        help=f"answer GET /metrics without the token ({docs_url('operations.md#metrics')})",
     )
-    serve.add_argument(
-        "--retry-cap-ms",
-        type=int,
-        default=300_000,
-        metavar="MS",
-        help="longest retry delay; each failure doubles the delay up to it (default 300000)",
-    )
+    add_run_log_args(serve)
     serve.set_defaults(func=_cmd_serve)
 
 
@@ -240,6 +259,13 @@ def register(sub: Any) -> None:
         ),
     )
     _service_args(run)
+    _retry_args(run)
+    run.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help=f"serve Prometheus metrics at http://HOST:PORT/metrics "
+        f"({docs_url('operations.md#metrics')}; needs the metrics extra)",
+    )
     add_run_log_args(run)
     run.set_defaults(func=_cmd_run)
     _serve_parser(hsub)

@@ -35,6 +35,8 @@ __all__ = [
     "configure_run_logging",
     "local_text",
     "resolve_format",
+    "serve_started_message",
+    "serve_stopped_message",
     "start_fields",
     "started_message",
     "stopped_message",
@@ -113,6 +115,24 @@ def started_message(noun: Literal["host", "session"], fields: Mapping[str, Any])
         where = f"log {fields.get('log')}, session {fields.get('sessionId')}"
         active = _count(int(fields.get("active", 0)), "active reminder")
     return f"schedule: {noun} run started: {where}, {active}, {_next(fields)}"
+
+
+def serve_started_message(fields: Mapping[str, Any]) -> str:
+    """The start line of ``host serve``: its URL, store, sink, active tasks, next target."""
+    sink = fields.get("sessions")
+    where = f"sessions {sink}" if sink is not None else f"webhook {fields.get('deliverTo')}"
+    active = _count(int(fields.get("active", 0)), "active task")
+    return (
+        f"schedule: host serve started at {fields.get('url')}: store {fields.get('store')} "
+        f"({fields.get('backend')}), {where}, {active}, {_next(fields)}"
+    )
+
+
+def serve_stopped_message(delivered: int, requests: int) -> str:
+    return (
+        f"schedule: host serve stopped: {_count(delivered, 'delivery', 'deliveries')}, "
+        f"{_count(requests, 'request')}"
+    )
 
 
 def stopped_message(noun: Literal["host", "session"], delivered: int) -> str:

@@ -45,6 +45,10 @@ class DueTasks(Protocol):
 
     def active_count(self) -> int: ...
 
+    def due_count(self, now: int) -> int:
+        """How many active tasks are due at ``now`` (claimed or not); claims nothing."""
+        ...
+
     def reindex(self, st: StoredTask) -> None: ...
 
     def unindex(self, task_id: str) -> None: ...
@@ -132,6 +136,9 @@ class LocalTimerIndex:
     def active_count(self) -> int:
         return len(self._index)
 
+    def due_count(self, now: int) -> int:
+        return int(self._index.bisect_left((now + 1, -(2**63), "")))
+
     def commit(self, st: StoredTask, task: Task) -> None:
         self.store.replace(task)
         self.reindex(StoredTask(st.seq, task))
@@ -181,6 +188,9 @@ class ClaimedDue:
 
     def active_count(self) -> int:
         return self.claims.active_count()
+
+    def due_count(self, now: int) -> int:
+        return self.claims.due_count(now)
 
     def commit(self, st: StoredTask, task: Task) -> None:
         self.claims.commit_claimed(task)

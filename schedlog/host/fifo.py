@@ -140,6 +140,12 @@ class WriteFifo:
         seqs = await loop.run_in_executor(self._writer, store.insert_many, tasks)
         self.core.inserted(tasks, seqs)
 
+    def abandon(self) -> None:
+        """Stop the worker now, leaving the slot in flight (a stop that timed out)."""
+        self.worker.cancel()
+        if self._writer is not None:
+            self._writer.shutdown(wait=False, cancel_futures=True)
+
     async def aclose(self) -> None:
         """Finish the accepted slots, stop the worker and the writer thread."""
         await self._queue.join()

@@ -60,6 +60,11 @@ class SessionChains(Generic[R]):
         """Groups started and not finished."""
         return len(self._tasks)
 
+    def cancel(self) -> None:
+        """Cancel every group still running (a stop that timed out)."""
+        for task in list(self._tasks):
+            task.cancel()
+
     async def join(self) -> None:
         """Wait until every group started so far (and any started meanwhile) has finished."""
         while self._tasks:

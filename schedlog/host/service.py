@@ -120,6 +120,7 @@ class HostService:
         self._failed: set[str] = set()
         self._scan_failed = False
         self._delivery_listeners: list[Callable[[Delivered], None]] = []
+        self._failure_listeners: list[Callable[[GroupFailed], None]] = []
         #: Webhook deliveries in flight: at most ``post_concurrency`` POSTs at once, each
         #: session's in order (docs/decisions.md, "Concurrent webhook delivery").
         self._posts: SessionChains[tuple[Delivered | None, set[str]]] | None = (
@@ -302,6 +303,11 @@ class HostService:
         self._delivery_listeners.append(listener)
         return lambda: self._delivery_listeners.remove(listener)
 
+    def subscribe_failures(self, listener: Callable[[GroupFailed], None]) -> Callable[[], None]:
+        """Call ``listener(failure)`` after each delivery group that failed (metrics)."""
+        self._failure_listeners.append(listener)
+        return lambda: self._failure_listeners.remove(listener)
+
     async def _deliver(self, group: Group) -> Delivered | None:
         post = self._post
         if post is None:
@@ -351,6 +357,8 @@ class HostService:
         return skip
 
     def _unacknowledged(self, exc: GroupFailed) -> None:
+        for listener in list(self._failure_listeners):
+            listener(exc)
         _log.warning(
             "delivery.unacknowledged",
             ids=list(exc.ids),
@@ -543,6 +551,21 @@ class HostService:
         if self._batch is not None:  # idle: the FIFO has drained
             self._batch.close()
         self._catalog.close()
+        self.core.store.close()
+        self._closed = True
+
+    def abandon(self) -> None:
+        """Stop at once, without waiting for the work in flight (a stop that timed out): its
+        reminders stay due in the store, and a shared store's claims are handed back by
+        :meth:`close <schedlog.host.stores.base.TaskStore.close>`. Idempotent."""
+        if self._closed:
+            return
+        self._stopping = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._posts is not None:
+            self._posts.cancel()
+        self._fifo.abandon()
         self.core.store.close()
         self._closed = True
 

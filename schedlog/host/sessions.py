@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import resource
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+from schedlog.errors import ScheduleError
 from schedlog.eventlog.followups import Member
 from schedlog.eventlog.reader import read_log_fd
 from schedlog.invariant.appender import LogAppender
@@ -29,6 +31,8 @@ __all__ = [
     "SessionHandle",
     "SessionIdTooLong",
     "SessionsDirectory",
+    "SessionsPathError",
+    "check_sessions_path",
     "default_max_open",
     "encode_session_id",
 ]
@@ -43,6 +47,34 @@ _DIRECTORY_FLAGS: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(
 
 class SessionIdTooLong(ValueError):
     """The session's log file name would be longer than :data:`MAX_LOG_NAME_BYTES`."""
+
+
+class SessionsPathError(ScheduleError, OSError):
+    """``--sessions`` names something that is not a directory (code
+    ``sessions-not-directory``, docs/errors.md#sessions-not-directory)."""
+
+    def __init__(self, path: str | os.PathLike[str], what: str) -> None:
+        super().__init__(
+            "sessions-not-directory",
+            f"--sessions {os.fspath(path)!r} is {what}, not a directory of session logs",
+        )
+
+
+def check_sessions_path(path: str | os.PathLike[str]) -> None:
+    """Refuse, at start-up, a sessions path that exists and is not a directory (a symlink to
+    a directory is one); a missing one is created at the first delivery."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if os.path.lexists(path):
+            raise SessionsPathError(path, "a dangling symbolic link") from None
+        return
+    except NotADirectoryError:
+        raise SessionsPathError(path, "under a file") from None
+    except OSError as exc:
+        raise SessionsPathError(path, f"unreadable ({exc.strerror})") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise SessionsPathError(path, "a regular file" if stat.S_ISREG(info.st_mode) else "a file")
 
 
 class SessionHandle(Protocol):

@@ -55,7 +55,12 @@ MAX_ANSWER_BYTES: Final = 64 * 1024
 
 
 class WebhookError(Exception):
-    """The receiver did not acknowledge: a non-2xx answer, a timeout or a refused connection."""
+    """The receiver did not acknowledge: a non-2xx answer (``kind`` "refused"), a timeout
+    ("timeout") or a connection that failed ("unreachable")."""
+
+    def __init__(self, message: str, kind: str = "refused") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def payload(outgoing: Outgoing) -> bytes:
@@ -144,7 +149,8 @@ class WebhookSink:
                     timer.cancel()
                 if not exchange.done() and self._clock.now_ms() >= deadline:
                     raise WebhookError(
-                        f"the webhook receiver did not answer within {self._timeout_ms / 1000:g} s"
+                        f"the webhook receiver did not answer within {self._timeout_ms / 1000:g} s",
+                        "timeout",
                     )
             status = exchange.result()
         finally:
@@ -167,9 +173,11 @@ class WebhookSink:
                             break
                 return r.status_code
         except httpx.TimeoutException:
-            raise WebhookError("the webhook receiver timed out") from None
+            raise WebhookError("the webhook receiver timed out", "timeout") from None
         except httpx.HTTPError as exc:
-            raise WebhookError(f"the webhook receiver is unreachable: {exc}") from None
+            raise WebhookError(
+                f"the webhook receiver is unreachable: {exc}", "unreachable"
+            ) from None
 
     async def aclose(self) -> None:
         await self._client.aclose()

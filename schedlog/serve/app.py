@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import structlog
 from starlette.applications import Starlette
@@ -19,13 +20,16 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route
+from starlette.types import ASGIApp
 
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
+from schedlog.host.stopping import DEFAULT_STOP_TIMEOUT_S, stop_service
 from schedlog.host.storage_full import store_unavailable
 from schedlog.host.tools import HostTools
 from schedlog.mcp.http import MCP_PATH, McpMount
 from schedlog.serve import routes
+from schedlog.serve.access import AccessLog
 from schedlog.serve.auth import Guard
 from schedlog.serve.errors import HttpError, error_response, json_response
 from schedlog.serve.headers import HostCheck, NoStore
@@ -36,7 +40,12 @@ from schedlog.serve.sse import EventHub
 from schedlog.serve.state import RetryLookup, ServeState, serve_state
 from schedlog.serve.web import web_routes
 
-__all__ = ["Host", "build_app"]
+if TYPE_CHECKING:
+    from schedlog.host.metrics import HostMetrics
+
+__all__ = ["METRICS_PATH", "Host", "build_app"]
+
+METRICS_PATH = "/metrics"
 
 _log = structlog.get_logger("schedlog.serve")
 
@@ -146,8 +155,14 @@ def build_app(
     epoch: int,
     cors_origins: Sequence[str] = (),
     max_event_clients: int = 32,
+    metrics: HostMetrics | None = None,
+    metrics_public: bool = False,
+    stop_timeout: float = DEFAULT_STOP_TIMEOUT_S,
 ) -> Starlette:
-    """The ASGI application; ``opener`` runs in the lifespan, inside the server's loop."""
+    """The ASGI application; ``opener`` runs in the lifespan, inside the server's loop.
+
+    With ``metrics``, ``GET /metrics`` answers them (docs/operations.md#metrics): behind the
+    token unless ``metrics_public``."""
     state = ServeState()
     codes = SigninCodes()
     mcp = McpMount()  # the MCP endpoint (docs/agents.md#http)
@@ -159,6 +174,10 @@ def build_app(
         state.tools = HostTools(host.service)
         state.hub = EventHub(host.service, epoch, max_clients=max_event_clients)
         host.service.open_catalog()
+        if metrics is not None:
+            metrics.watch(host.service)
+            hub = state.hub
+            metrics.event_clients = lambda: hub.clients
         if host.retry_state is not None:
             state.retry_state = host.retry_state
         try:
@@ -166,7 +185,7 @@ def build_app(
                 yield
         finally:
             state.hub.close()
-            await host.service.aclose()
+            await stop_service(host.service, stop_timeout)
             if host.close is not None:
                 await host.close()
 
@@ -181,9 +200,15 @@ def build_app(
                 allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
             )
         )
-    middleware.append(Middleware(Guard, token=token, hosts=hosts))
+    public = frozenset({METRICS_PATH}) if metrics_public else frozenset()
+    middleware.append(Middleware(Guard, token=token, hosts=hosts, open_paths=public))
+    extra: list[BaseRoute] = [Route(MCP_PATH, mcp)]
+    if metrics is not None:
+        extra.append(Route(METRICS_PATH, _metrics_route(metrics), methods=["GET"]))
+    access = _access_holder(metrics)
+    middleware.insert(0, Middleware(access.middleware))
     app = Starlette(
-        routes=[*_routes(signin_routes(codes, token)), Route(MCP_PATH, mcp)],
+        routes=[*_routes(signin_routes(codes, token)), *extra],
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers={
@@ -195,4 +220,37 @@ def build_app(
     )
     app.state.serve = state
     app.state.signin = codes
+    app.state.access = access
+    access.routes = app.routes
     return app
+
+
+def _metrics_route(metrics: HostMetrics) -> Callable[[Request], Awaitable[Response]]:
+    from schedlog.host.metrics import CONTENT_TYPE
+
+    async def answer(request: Request) -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    return answer
+
+
+class _AccessHolder:
+    """The access middleware's instance (Starlette builds middleware itself), and the routes
+    it names requests by."""
+
+    def __init__(self, count: Callable[[str, int], None] | None) -> None:
+        self.routes: list[BaseRoute] = []
+        self.count = count
+        self.log: AccessLog | None = None
+
+    @property
+    def requests(self) -> int:
+        return 0 if self.log is None else self.log.requests
+
+    def middleware(self, app: ASGIApp) -> AccessLog:
+        self.log = AccessLog(app, routes=lambda: self.routes, count=self.count)
+        return self.log
+
+
+def _access_holder(metrics: HostMetrics | None) -> _AccessHolder:
+    return _AccessHolder(None if metrics is None else metrics.request)

@@ -119,10 +119,20 @@ def allowed_hosts(listen_host: str, port: int, extra: Iterable[str] = ()) -> fro
 class Guard:
     """ASGI middleware in front of every route: ``Host``, then body length, then the token."""
 
-    def __init__(self, app: ASGIApp, *, token: str, hosts: frozenset[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str,
+        hosts: frozenset[str],
+        open_paths: frozenset[str] = frozenset(),
+    ) -> None:
         self.app = app
         self._token = token.encode("utf-8")
         self._hosts = hosts
+        #: Paths answered without the token besides the fixed ones (``/metrics`` with
+        #: ``--metrics-public``); the Host check still applies.
+        self._open = _OPEN_PATHS | open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -158,7 +168,7 @@ class Guard:
                 raise HttpError(
                     "payload_too_large", f"the body is longer than {MAX_BODY_BYTES} bytes", 413
                 )
-        if scope["path"] in _OPEN_PATHS:
+        if scope["path"] in self._open:
             return
         given = headers.get(b"authorization", b"")
         scheme, _, credential = given.partition(b" ")

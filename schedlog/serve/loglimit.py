@@ -93,10 +93,13 @@ def install(limiter: RepeatLimiter, names: Iterable[str] = LOGGERS) -> None:
 def structlog_processor(
     limiter: RepeatLimiter,
 ) -> Callable[[Any, str, MutableMapping[str, Any]], MutableMapping[str, Any]]:
-    """A structlog processor dropping repeats of one event with one ``code`` and ``path``."""
+    """A structlog processor dropping repeats of one event with one ``code`` and ``path``;
+    access lines (``http.request``) all pass."""
     import structlog
 
     def process(logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
+        if event.get("event") == "http.request":
+            return event  # an access line is never dropped (one per request, no peer text)
         key = f"{event.get('event')}\0{event.get('code')}\0{event.get('path')}"
         suppressed = limiter.admit(key)
         if suppressed is None:

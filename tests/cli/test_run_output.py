@@ -105,7 +105,12 @@ def test_delivery_and_stop_lines() -> None:
             {"id": "a", "occurrenceAt": "1970-01-01T00:00:00.000Z"},
             {"id": "b", "occurrenceAt": "1970-01-01T00:01:00.000Z"},
         ],
+        "latenessMs": None,
     }
+    late = sent_fields("s-1", "m", [Member("a", 0), Member("b", 60_000)], 61_500)
+    assert late["latenessMs"] == 1_500  # after the latest member's occurrence
+    assert late["message"].endswith(" as m (1500 ms late)")
+    assert sent_fields("s-1", "m", [Member("a", 5_000)], 4_000)["latenessMs"] == 0  # early
     assert stopped_message("host", 1) == "schedule: host run stopped: 1 delivery"
     assert stopped_message("session", 3) == "schedule: session run stopped: 3 deliveries"
 
@@ -218,9 +223,9 @@ def test_host_run_json_lines(tmp_path: Path) -> None:
     assert start["backend"] == "sqlite" and start["active"] == 1
     assert start["nextTarget"] == "2026-05-04T07:10:00.000Z"
     assert sent["sessionId"] == "s-1"
+    assert sent["latenessMs"] == 0  # the virtual clock delivers exactly on target
     assert sent["reminders"] == [{"id": task_id, "occurrenceAt": "2026-05-04T07:10:00.000Z"}]
     assert re.fullmatch(r"schedule-message-[0-9a-f]{32}", sent["messageId"])
-    assert sent["latenessMs"] == 0
     assert stopped["delivered"] == 1
     assert all(e["level"] == "info" and e["timestamp"].endswith("Z") for e in events)
 
@@ -265,7 +270,7 @@ def test_session_run_human_lines(tmp_path: Path) -> None:
     ), lines[0]
     assert re.fullmatch(
         CLOCK + r"delivered to chat: schedule-1 at 2026-05-04T07:10:00\.000Z as "
-        r"schedule-message-[0-9a-f]{32}",
+        r"schedule-message-[0-9a-f]{32} \(0 ms late\)",
         lines[1],
     ), lines[1]
     assert re.fullmatch(CLOCK + "session run stopped: 1 delivery", lines[2]), lines[2]

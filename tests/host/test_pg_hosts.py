@@ -172,13 +172,19 @@ def test_claims_skip_live_leases_and_take_over_expired_ones(url: str) -> None:
     a, b = pg_store(url), pg_store(url)
     try:
         a.insert(task("schedule-1", after_seconds=60))
+        assert (a.due_count(T0), a.due_count(LATER)) == (0, 1)
         assert [st.task.id for st in a.claim_due(LATER)] == ["schedule-1"]
+        assert a.lease_takeovers == 0  # a free row is claimed, not taken over
         assert b.claim_due(LATER) == []  # A's lease is live
+        assert b.due_count(LATER) == 1  # claimed or not, it is due
         assert a.next_wake() is not None
         wake = b.next_wake()
         assert wake is not None and wake > LATER  # B waits for the lease, not the target
         sql(url, "UPDATE schedlog_tasks SET lease_until = now() - interval '1 second'")
         assert [st.task.id for st in b.claim_due(LATER)] == ["schedule-1"]
+        assert (a.lease_takeovers, b.lease_takeovers) == (0, 1)  # schedlog_lease_takeovers_total
+        assert [st.task.id for st in b.claim_due(LATER)] == ["schedule-1"]  # its own again
+        assert b.lease_takeovers == 1
         assert a.extend_leases(["schedule-1"]) == set()
         claimed = a.get("schedule-1")
         assert claimed is not None

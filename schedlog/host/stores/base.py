@@ -254,6 +254,13 @@ class ClaimingStore(Protocol):
 
     def active_count(self) -> int: ...
 
+    def due_count(self, now: int) -> int:
+        """Active tasks whose ``next_at`` is at most ``now``, whoever holds them."""
+        ...
+
+    #: Claims that took a task over from another host's lease (since this store opened).
+    lease_takeovers: int
+
 
 def require_postgres() -> None:
     """Return when the PostgreSQL backend's driver (psycopg and its pool) imports; otherwise

@@ -34,6 +34,9 @@ SESSION_SEED: Final = 0x5C4ED1
 class PgClaims(PgConnection):
     """The delivery operations several hosts share a PostgreSQL store through."""
 
+    #: Claims that took a task over from another host's lease (schedlog_lease_takeovers_total).
+    lease_takeovers: int = 0
+
     def _excluded(self, excluded: Iterable[str]) -> list[str]:
         return [*self._invalid, *(k for k in excluded if storable(k))]
 
@@ -61,8 +64,10 @@ class PgClaims(PgConnection):
         skipped (``SKIP LOCKED``); a row that does not decode is reported and never claimed.
         The lease runs :attr:`lease_ms` on the database clock."""
         skip = self._excluded(excluded)
+        taken = [0]  # rows whose lease was another host's (it died, or held them too long)
 
         def run(c: psycopg.Connection[Any]) -> list[tuple[StoredTask, int]]:
+            taken[0] = 0  # a retried transaction counts again
             rows = c.execute(
                 q.CLAIM_DUE,
                 (now, self.owner, skip, limit),
@@ -90,13 +95,15 @@ class PgClaims(PgConnection):
                     ).fetchall()
                     out.extend(self._decoded(more))
             if out:
-                c.execute(
+                previous = c.execute(
                     q.LEASE,
                     (self.owner, self.lease_ms / 1000, [st.seq for st, _ in out]),
-                )
+                ).fetchall()
+                taken[0] = sum(1 for (was,) in previous if was is not None and was != self.owner)
             return out
 
         claimed = self._write(run)
+        self.lease_takeovers += taken[0]
         for st, version in claimed:
             self._claimed[st.task.id] = version
         return sorted((st for st, _ in claimed), key=lambda st: st.seq)
@@ -223,4 +230,8 @@ class PgClaims(PgConnection):
 
     def active_count(self) -> int:
         row = self._read(lambda c: c.execute(q.ACTIVE_COUNT).fetchone())
+        return int(row[0]) if row else 0
+
+    def due_count(self, now: int) -> int:
+        row = self._read(lambda c: c.execute(q.DUE_COUNT, (now,)).fetchone())
         return int(row[0]) if row else 0

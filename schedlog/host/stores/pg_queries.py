@@ -61,6 +61,7 @@ CATALOG_DESC: Final = (
 EARLIEST_ACTIVE: Final = "SELECT min(next_at) FROM schedlog_tasks WHERE status = 'active'"
 COUNT: Final = "SELECT count(*) FROM schedlog_tasks"
 ACTIVE_COUNT: Final = "SELECT count(*) FROM schedlog_tasks WHERE status = 'active'"
+DUE_COUNT: Final = "SELECT count(*) FROM schedlog_tasks WHERE status = 'active' AND next_at <= %s"
 
 # --- writes ---------------------------------------------------------------------------------
 
@@ -104,9 +105,12 @@ CLAIM_SEQS: Final = (
     f"AND status = 'active' AND next_at <= %s AND {_FREE} "
     "FOR UPDATE SKIP LOCKED"
 )
+#: Returns each claimed row's previous lease owner: another host's is a takeover.
 LEASE: Final = (
-    "UPDATE schedlog_tasks SET lease_owner = %s, "
-    "lease_until = now() + make_interval(secs => %s) WHERE seq = ANY(%s)"
+    "UPDATE schedlog_tasks AS t SET lease_owner = %s, "
+    "lease_until = now() + make_interval(secs => %s) "
+    "FROM (SELECT seq, lease_owner AS previous FROM schedlog_tasks WHERE seq = ANY(%s)) AS old "
+    "WHERE t.seq = old.seq RETURNING old.previous"
 )
 EXTEND_LEASES: Final = (
     "UPDATE schedlog_tasks SET lease_until = now() + make_interval(secs => %s) "

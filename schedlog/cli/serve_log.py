@@ -1,0 +1,96 @@
+"""The operator's lines of ``schedlog host run`` and ``schedlog host serve`` besides the
+access lines (docs/operations.md#serve-logs): one ``delivery.sent`` per follow-up, with its
+lateness, and the start and stop lines of ``host serve``. Rendered by
+:mod:`schedlog.cli.run_log` (human on a terminal, structlog JSON otherwise).
+
+The token is never a field of any of them: the start line names where the token is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+from urllib.parse import urlsplit
+
+import structlog
+
+from schedlog.cli.run_log import serve_started_message, serve_stopped_message, start_fields
+from schedlog.diagnostics import sent_fields
+from schedlog.host.delivery import Delivered
+from schedlog.host.service import HostService
+from schedlog.host.stores.open import select_backend
+
+__all__ = ["DeliveryLines", "ServeRunLog"]
+
+_log = structlog.get_logger("schedlog.cli")
+
+
+def _without_secrets(url: str) -> str:
+    """A webhook URL without its user, password, query or fragment (any may be a secret)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+class DeliveryLines:
+    """Logs ``delivery.sent`` (with ``latenessMs``) for each follow-up a service commits."""
+
+    def __init__(self) -> None:
+        self.delivered = 0
+        self._service: HostService | None = None
+
+    def watch(self, service: HostService) -> None:
+        self._service = service
+        service.subscribe_deliveries(self.sent)
+
+    def sent(self, message: Delivered) -> None:
+        self.delivered += 1
+        now = None if self._service is None else self._service.clock.now_ms()
+        _log.info(
+            "delivery.sent",
+            **sent_fields(
+                message.session_id,
+                message.message_id,
+                message.members,
+                message.lateness_ms(),  # known when the delivery stamped its durable time
+                delivered_at=now,
+            ),
+        )
+
+
+class ServeRunLog(DeliveryLines):
+    """:class:`DeliveryLines` plus ``serve.started`` and ``serve.stopped`` of ``host serve``."""
+
+    def started(self, url: str, args: argparse.Namespace, service: HostService | None) -> None:
+        core = None if service is None else service.core
+        fields: dict[str, Any] = {
+            "url": f"{url}/v1",
+            "store": str(core.store.path) if core is not None else args.store,
+            "backend": select_backend(args.store, args.backend),
+            "sessions": args.sessions,
+            "deliverTo": None if args.deliver_to is None else _without_secrets(args.deliver_to),
+            "active": core.active_count() if core is not None else 0,
+            **start_fields(core.next_target() if core is not None else None),
+        }
+        _log.info(
+            "serve.started",
+            url=fields["url"],
+            store=fields["store"],
+            backend=fields["backend"],
+            sessions=fields["sessions"],
+            deliverTo=fields["deliverTo"],
+            active=fields["active"],
+            nextTarget=fields["nextTarget"],
+            nextTargetLocal=fields["nextTargetLocal"],
+            message=serve_started_message(fields),
+        )
+
+    def stopped(self, requests: int) -> None:
+        _log.info(
+            "serve.stopped",
+            message=serve_stopped_message(self.delivered, requests),
+            delivered=self.delivered,
+            requests=requests,
+        )
