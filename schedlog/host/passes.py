@@ -1,0 +1,285 @@
+"""The delivery passes of the host service (docs/protocol.md#host-delivery "Drive"): finding
+the due groups, delivering them (one FIFO slot each, batched runs, or webhook POSTs in flight),
+reporting and recording failures, the batch ``tick`` and the host timer.
+
+:class:`DrivePasses` is the part of :class:`~schedlog.host.service.HostService` that delivers;
+the service's constructor sets the state declared here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Final, cast
+
+import structlog
+
+from schedlog.clock import MAX_WAIT_MS, Clock
+from schedlog.diagnostics import failure_fields
+from schedlog.host.batch import BatchDelivery, DueSnapshot, Outcome, burst_summary, chunks
+from schedlog.host.changes import TaskChange
+from schedlog.host.core import HostCore, Outgoing
+from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
+from schedlog.host.fifo import WriteFifo
+from schedlog.host.inflight import SessionChains
+from schedlog.host.retry import Backoff
+from schedlog.host.stores.base import StoredTask
+
+__all__ = ["MAX_TIMER_BACKOFF_MS", "TIMER_BACKOFF_MS", "DrivePasses"]
+
+#: Back-off of the timer while a shared store cannot be reached (doubling up to the maximum).
+TIMER_BACKOFF_MS: Final = 100
+MAX_TIMER_BACKOFF_MS: Final = 5_000
+
+_log = structlog.get_logger("schedlog.host")
+
+
+class DrivePasses:
+    """Drive passes, the timer and their failure reports, over the state the service sets."""
+
+    core: HostCore
+    clock: Clock
+    backoff: Backoff | None
+    _post: Callable[[Outgoing], Awaitable[None]] | None
+    _fifo: WriteFifo
+    _batch: BatchDelivery | None
+    _posts: SessionChains[tuple[Delivered | None, set[str]]] | None
+    _auto: bool
+    _stopping: bool
+    _wake: asyncio.Event
+    _drive_pending: bool
+    _failed: set[str]
+    _scan_failed: bool
+    _delivery_listeners: list[Callable[[Delivered], None]]
+    _failure_listeners: list[Callable[[GroupFailed], None]]
+
+    def request_drive(self) -> None:
+        """Ask for a drive pass; requests made before the pass starts are coalesced."""
+        self._drive_pending = True
+        self._wake.set()
+
+    async def _deliver(self, group: Group) -> Delivered | None:
+        post = self._post
+        if post is None:
+            sent = await self._fifo.submit(
+                lambda: self.core.deliver_group(group, self.clock.now_ms)
+            )
+        else:
+            backoff = self.backoff
+            # The decision and the commit take a FIFO slot each; the POST runs between them,
+            # outside the FIFO. The commit slot is unchecked: it finishes a delivery accepted
+            # before a stop began.
+            sent = await self.core.deliver_group_to(
+                group,
+                self.clock.now_ms,
+                post,
+                lambda fn: self._fifo.submit(fn, checked=False),
+                sleep_until=self.clock.sleep_until,
+                retry_in=None if backoff is None else backoff.next_delay_ms,
+            )
+        if sent is not None:
+            for listener in list(self._delivery_listeners):
+                listener(sent)
+        return sent
+
+    def _record_failure(self, exc: GroupFailed) -> None:
+        if self.backoff is None:
+            return
+        now = self.clock.now_ms()
+        changes: list[TaskChange] = []
+        for task_id in exc.ids:
+            st = self.core.store.get(task_id)
+            if st is None or not st.task.active:
+                continue
+            self.backoff.failed(task_id, now, str(exc.error) or type(exc.error).__name__)
+            changes.append(TaskChange(task_id, st.task.session_id, "retrying"))
+        self.core.notify(changes)
+
+    def _in_flight(self) -> set[str]:
+        return set() if self._posts is None else set(self._posts.ids)
+
+    def _excluded(self, excluded: Iterable[str]) -> set[str]:
+        skip = set(excluded) | self._in_flight()
+        if self.backoff is not None:
+            skip |= self.backoff.waiting(self.clock.now_ms())
+        return skip
+
+    def _unacknowledged(self, exc: GroupFailed) -> None:
+        for listener in list(self._failure_listeners):
+            listener(exc)
+        _log.warning(
+            "delivery.unacknowledged",
+            ids=list(exc.ids),
+            error=str(exc.error),
+            message=(
+                f"schedule: reminders [{', '.join(exc.ids)}] were not acknowledged: {exc.error}"
+            ),
+        )
+
+    async def drive(
+        self,
+        excluded: Iterable[str] = (),
+        due: Sequence[StoredTask] | None = None,
+        *,
+        wait: bool = True,
+    ) -> tuple[list[Delivered], set[str]]:
+        """One drive pass (docs/protocol.md#host-delivery "Drive"): the groups due now, each in its
+        own FIFO slot; with a webhook sink, each a POST between two slots, concurrently across
+        sessions (:class:`~schedlog.host.inflight.SessionChains`).
+
+        ``due`` is a scan the caller has just made (:meth:`tick`), delivered as it is. On a
+        shared store a scan is a claim, and a second claim of rows this host already holds
+        can find none of them: another host's ``SKIP LOCKED`` claim scan may be holding their
+        row locks (docs/decisions.md, "PostgreSQL store: several hosts").
+
+        Returns the messages sent and the ids whose group failed with their target not after
+        the failure time (left out of the timer for the rest of the pass). ``wait`` False (the
+        timer, with a backoff) returns once the POSTs are started: each reports its own
+        outcome and asks for the next pass when it ends.
+        """
+        try:
+            if due is None:
+                due = self.core.due(self.clock.now_ms(), self._excluded(excluded))
+            groups = plan_groups(due)
+        except Exception as exc:
+            _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
+            self._scan_failed = True
+            return [], set()
+        outcomes: list[tuple[Delivered | None, set[str]]] = []
+        if self._posts is None:
+            async for outcome in self._outcomes(groups, due):
+                outcomes.append(self._reported(outcome))
+        else:
+            started = [self._posts.start(group) for group in groups]
+            if not wait:
+                return [], set()
+            outcomes = [await task for task in started]
+        sent = [delivered for delivered, _ in outcomes if delivered is not None]
+        failed = {task_id for _, ids in outcomes for task_id in ids}
+        burst_summary(sent)
+        return sent, failed
+
+    def _reported(self, outcome: Outcome) -> tuple[Delivered | None, set[str]]:
+        """A group's outcome; a failure is reported and recorded. Returns the message sent
+        and the ids whose group failed with their target not after the failure time."""
+        if not isinstance(outcome, GroupFailed):
+            return outcome, set()
+        self._unacknowledged(outcome)
+        self._record_failure(outcome)
+        failure_time = self.clock.now_ms()
+        failed = set()
+        for task_id in outcome.ids:
+            st = self.core.store.get(task_id)
+            if st is not None and st.task.record.scheduled_at <= failure_time:
+                failed.add(task_id)
+        return None, failed
+
+    async def _post_group(self, group: Group) -> tuple[Delivered | None, set[str]]:
+        """A webhook group in flight; when it ends, the timer looks for work again."""
+        try:
+            try:
+                outcome: Outcome = await self._deliver(group)
+            except GroupFailed as exc:
+                outcome = exc
+            return self._reported(outcome)
+        finally:
+            if self._auto and not self._stopping:
+                self.request_drive()
+
+    async def _outcomes(
+        self, groups: Sequence[Group], due: Sequence[StoredTask]
+    ) -> AsyncIterator[Outcome]:
+        """Each group's delivery, in order: batched runs (schedlog.host.batch) when this host
+        may batch, else one group per FIFO slot."""
+        if self._batch is None:
+            for group in groups:
+                try:
+                    yield await self._deliver(group)
+                except GroupFailed as exc:
+                    yield exc
+            return
+        batch = self._batch
+        snapshot = DueSnapshot(self.core, due)
+        outcomes: dict[int, Outcome] = {}
+        try:
+            # Runs packed by session, reported in group order; no more sessions in a run than
+            # the sessions directory keeps open.
+            max_open = getattr(self.core.sessions, "max_open", None)
+            for run in chunks(groups, max_sessions=max_open):
+                deliver = functools.partial(batch.deliver, run, snapshot)
+                ran = await self._fifo.submit(cast(Callable[[], list[Outcome]], deliver))
+                outcomes.update(zip(map(id, run), ran, strict=True))
+        finally:
+            snapshot.close()
+        for group in groups:
+            outcome = outcomes.get(id(group))
+            if isinstance(outcome, Delivered):
+                for listener in list(self._delivery_listeners):
+                    listener(outcome)
+            yield outcome
+
+    async def tick(self) -> list[Delivered]:
+        """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except
+        tasks whose group failed during this tick."""
+        failed: set[str] = set()
+        sent: list[Delivered] = []
+        while due := self.core.due(self.clock.now_ms(), self._excluded(failed)):
+            delivered, newly_failed = await self.drive(failed, due)
+            sent.extend(delivered)
+            if not delivered and not newly_failed:
+                break  # nothing sent and nothing failed: another pass would find the same
+            failed |= newly_failed
+        return sent
+
+    async def _run_timer(self) -> None:
+        backoff = TIMER_BACKOFF_MS
+        while True:
+            if self._drive_pending:
+                self._drive_pending = False
+                self._wake.clear()
+                self._scan_failed = False
+                # With a backoff, POSTs run on their own (a failure waits for its next attempt).
+                _, self._failed = await self.drive(wait=self.backoff is None)
+                if self._scan_failed:
+                    # Finding due work failed (a shared store that refuses claims while its
+                    # next target still reads): try again after a back-off, never at once.
+                    await self.clock.sleep_until(self.clock.now_ms() + backoff)
+                    backoff = min(backoff * 2, MAX_TIMER_BACKOFF_MS)
+                    self._drive_pending = True
+                continue
+            now = self.clock.now_ms()
+            try:
+                busy = self._in_flight()  # a group in flight is not due again meanwhile
+                if self.backoff is None:
+                    target = self.core.next_target(self._failed | busy)
+                else:
+                    # With a backoff, a failed task waits for its next attempt instead.
+                    target = self.core.next_target(self.backoff.waiting(now) | busy)
+                    retry_at = self.backoff.next_attempt_after(now)
+                    if retry_at is not None and (target is None or retry_at < target):
+                        target = retry_at
+            except Exception as exc:  # a shared store that is unreachable: retry with back-off
+                _log.error(
+                    "delivery.stopped", error=str(exc), message=f"schedule: dispatch stopped: {exc}"
+                )
+                await self.clock.sleep_until(self.clock.now_ms() + backoff)
+                backoff = min(backoff * 2, MAX_TIMER_BACKOFF_MS)
+                self._drive_pending = True
+                continue
+            backoff = TIMER_BACKOFF_MS
+            if target is not None and target <= now:
+                self._drive_pending = True
+                continue
+            self._wake.clear()
+            if target is None:
+                await self._wake.wait()
+                continue
+            deadline = min(target, now + MAX_WAIT_MS)
+            sleeper = asyncio.ensure_future(self.clock.sleep_until(deadline))
+            waker = asyncio.ensure_future(self._wake.wait())
+            try:
+                await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sleeper.cancel()
+                waker.cancel()
