@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import parse_lines
-from schedlog.invariant import fastcheck
+from schedlog.invariant import chunk_checks
+from schedlog.invariant.chunk_fold import ChunkFold
 from schedlog.invariant.fastcheck import fast_check, fast_check_bytes
 from schedlog.invariant.logs import validate_log
 from schedlog.rules.instants import format_instant, parse_canonical_instant
@@ -181,18 +182,18 @@ def test_valid_logs_agree(data: bytes, chunk: int) -> None:
 def test_writer_logs_are_taken_a_chunk_at_a_time(events: list[Any], chunk: int, style: str) -> None:
     data = b"".join(spell(v, style) for v in [header(), *events])
     taken = []
-    real = fastcheck._Chunk._fast
+    real = ChunkFold._fast
 
     def counted(self: Any, body: bytes, rows: list[bytes]) -> int:
         taken.append(body)
         return real(self, body, rows)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fastcheck._Chunk, "_fast", counted)
+        patch.setattr(ChunkFold, "_fast", counted)
         lines_read = []
-        slow = fastcheck._Chunk._lines
+        slow = ChunkFold._lines
         patch.setattr(
-            fastcheck._Chunk, "_lines", lambda self, body: (lines_read.append(1), slow(self, body))
+            ChunkFold, "_lines", lambda self, body: (lines_read.append(1), slow(self, body))
         )
         assert agree(data, chunk)
     # Lines of other events are all JSON the fast path can read whole, but a payload may hold
@@ -400,22 +401,22 @@ _instant_like = st.one_of(
 @given(st.lists(_instant_like, max_size=12))
 def test_instants_of_a_chunk_are_parsed_as_one_by_one(texts: list[str]) -> None:
     parse = parse_canonical_instant
-    assert fastcheck._instants_ms(texts, parse) == [parse(t) for t in texts]
+    assert chunk_checks.instants_ms(texts, parse) == [parse(t) for t in texts]
 
 
 @given(st.lists(_canonical, min_size=1, max_size=12))
 def test_canonical_instants_of_a_chunk_take_the_one_decode(texts: list[str]) -> None:
     texts = [t for t in texts if "-02-29" not in t] or ["2026-05-01T09:00:00.000Z"]
     called = []
-    real = fastcheck._decode_datetimes
+    real = chunk_checks._decode_datetimes
 
     def counted(data: bytes) -> Any:
         called.append(1)
         return real(data)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fastcheck, "_decode_datetimes", counted)
-        assert fastcheck._instants_ms(texts, parse_canonical_instant) == [
+        patch.setattr(chunk_checks, "_decode_datetimes", counted)
+        assert chunk_checks.instants_ms(texts, parse_canonical_instant) == [
             parse_canonical_instant(t) for t in texts
         ]
     assert called == [1]
