@@ -101,7 +101,9 @@ _decode_tail = msgspec.msgpack.Decoder(TailResult).decode
 class ChunkFold:
     """The fold so far, and how the next chunk of complete lines is taken."""
 
-    def __init__(self, start: int, *, tail: bool = False) -> None:
+    def __init__(
+        self, start: int, *, tail: bool = False, kinds: frozenset[str] = frozenset()
+    ) -> None:
         self.start = start  # the first owned event index (seedLength)
         # A tail (the second part of a split log) keeps the deletes and dispatches of records
         # it did not create, in order: (_DELETE, id, 0), (_ONE_SHOT, id, 0), (_EVERY, id, ms).
@@ -111,7 +113,9 @@ class ChunkFold:
         self.active: dict[str, Record] = {}
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
-        self.kinds: frozenset[str] = frozenset()  # the event types seen so far
+        # The event types seen so far, or expected (``kinds``): the first chunk is then tried
+        # in one pass too; a line of another type sends it to two.
+        self.kinds: frozenset[str] = kinds if len(kinds) <= _MAX_KINDS else frozenset()
         self.decode_line: Callable[[bytes], Any] | None = None  # for those types
         #: With ``keep``: every chunk taken, as (its lines, how they were decoded), see
         #: :data:`Kept`.
@@ -155,11 +159,12 @@ class ChunkFold:
         lines = self._decoded = each_line(decode, rows)
         count = len(lines)
         classes = list(map(type, lines))
-        check_escapes(body, rows, list(map(TYPED_LINES.__contains__, classes)))
+        typed_lines = list(map(TYPED_LINES.__contains__, classes))
+        check_escapes(body, rows, typed_lines)
         # What is left after the envelopes' 2 each, the untyped payloads' and the follow-ups'
         # must be the changes' own.
         colons = body.count(b":") - 2 * count
-        others = list(compress(lines, map(not_, map(TYPED_LINES.__contains__, classes))))
+        others = list(compress(lines, map(not_, typed_lines))) if False in typed_lines else []
         if others:
             colons -= check_untyped(list(map(_PAYLOAD, others)))
         if wire.FollowupLine in classes:

@@ -38,7 +38,7 @@ random (line ends turned into separators, lines broken in two, both in one chunk
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import reduce
+from functools import lru_cache, reduce
 from operator import or_
 from typing import Any, Final
 
@@ -73,9 +73,11 @@ class NotTaken(Exception):
     """This chunk goes line by line."""
 
 
+@lru_cache(maxsize=8)
 def line_decoder(kinds: frozenset[str]) -> Callable[[bytes], Any]:
     """The decoder of one line of the given types, tagged by its ``type``: a change or
-    follow-up decoded typed, any other payload kept raw."""
+    follow-up decoded typed, any other payload kept raw. The last few are kept: building one
+    costs more than checking a small log (``validate DIR``)."""
     lines: list[type] = [wire.ChangeLine, wire.FollowupLine]
     for number, kind in enumerate(sorted(kinds - TYPED_KINDS)):
         lines.append(

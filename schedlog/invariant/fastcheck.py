@@ -57,6 +57,20 @@ Split = Callable[[Callable[[], bytes]], Callable[[], "bytes | None"]]
 #: A log at least this long is folded in two parts when a ``split`` is given.
 _MIN_SPLIT: Final = 1 << 23
 _SPLIT_LOOK: Final = 1 << 14
+#: The event types of the logs this process checked so far (a process checking many small
+#: logs, ``validate DIR``, then takes each log's first chunk in one pass: docs/decisions.md,
+#: "Many small logs: the first chunk in one pass"). Only a guess: a line of another type sends
+#: its chunk to the two-pass check, and the result is the same either way.
+_KINDS_SEEN: Final[list[frozenset[str]]] = [frozenset()]
+_MAX_KINDS_SEEN: Final = 32
+
+
+def _remember_kinds(kinds: frozenset[str]) -> None:
+    """Add a checked log's event types to :data:`_KINDS_SEEN` (its own alone past the cap)."""
+    seen = _KINDS_SEEN[0]
+    if not seen.issuperset(kinds):
+        union = seen | kinds
+        _KINDS_SEEN[0] = union if len(union) <= _MAX_KINDS_SEEN else kinds
 
 
 def fast_check(
@@ -121,7 +135,7 @@ def _check(
     except CorruptLogError:
         return None
     assert type(header) is Header
-    fold = ChunkFold(header.seed_length)
+    fold = ChunkFold(header.seed_length, kinds=_KINDS_SEEN[0])
     fold.kept = keep
     body = buf[header_size:]
     tail: Callable[[], bytes | None] | None = None
@@ -148,6 +162,7 @@ def _check(
     finally:
         if tail is not None:
             tail()  # the first part ended the fast path: the second's result is not needed
+    _remember_kinds(fold.kinds)
     if fold.count < fold.start:
         return None  # seedLength beyond the log: the reference reports it
     contents = LogContents(
@@ -241,7 +256,7 @@ def _tail_work(read: Callable[[int], bytes], size: int) -> bytes:
     """Check and fold what ``read`` gives, the second part of a log, as a tail (all of it
     owned, the changes of records it did not create left to :meth:`ChunkFold.join`): the encoded
     result, or nothing when it is not sure."""
-    fold = ChunkFold(0, tail=True)
+    fold = ChunkFold(0, tail=True, kinds=_KINDS_SEEN[0])
     try:
         carry, complete = _fold_stream(fold, read, size, b"")
     except (Invalid, _TooLong):
