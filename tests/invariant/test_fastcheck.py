@@ -70,7 +70,7 @@ def fast(data: bytes, chunk: int, kinds: frozenset[str] = frozenset()) -> Any:
     """The fast path's result, its first chunk tried in one pass with ``kinds`` expected (none:
     the first chunk in two passes)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(fastcheck._KINDS_SEEN, 0, kinds)
+        patch.setattr(fastcheck, "_KINDS_SEEN", [kinds])
         result = fast_check_bytes(data, file="f", chunk=chunk)
     if result is None:
         return None
