@@ -338,6 +338,15 @@ DELETE = js_dumps({"type": "schedule/change", "data": delete_data("a")}).encode(
         CREATE + b"\n \n",
         CREATE + b" " + CREATE + b"\n",
         b'{"type":"a","data":' + b"[" * 300 + b"]" * 300 + b"}\n",
+        # nesting the reference refuses (docs/protocol.md#limits), in '[' or '{' alone or both,
+        # after a payload with ':' (the openers are counted with the ':' in one pass)
+        b'{"type":"a","data":{"k:":1}}\n{"type":"a","data":' + b"[" * 1000 + b"]" * 1000 + b"}\n",
+        b'{"type":"a","data":{"k:":1}}\n{"type":"a","data":'
+        + b'{"a":' * 1000
+        + b"1"
+        + b"}" * 1000
+        + b"}\n",
+        b'{"type":"a","data":' + b'[{"a":' * 500 + b"1" + b"}]" * 500 + b"}\n",
         b'{"type":"a","data":[' + b"1" * 4400 + b"]}\n",
         b'{"type":"a","data":"\xff"}\n',
         b'\xef\xbb\xbf{"type":"a","data":1}\n',
@@ -509,3 +518,28 @@ def test_chunk_wide_checks_agree(body: bytes, taken: bool, chunk: int) -> None:
     data = HEAD + body
     assert agree(data, chunk) == taken
     assert (reference(data)[0] != "error") == taken
+
+
+@pytest.mark.parametrize(
+    ("payload", "deep"),
+    [
+        (b"[" * 150 + b"]" * 150, False),
+        (b"[" * 199 + b"]" * 199, True),
+        (b'{"a":' * 199 + b"1" + b"}" * 199, True),
+        (b'[{"a":' * 100 + b"1" + b"}]" * 100, True),
+        (b"[" * 100 + b'"' + b"[" * 300 + b'"' + b"]" * 100, False),  # a '[' in a string counts too
+    ],
+)
+def test_a_deep_untyped_payload_sends_its_chunk_line_by_line(payload: bytes, deep: bool) -> None:
+    # The fast path refuses nesting past 199 levels in a chunk (chunk_checks.check_untyped),
+    # beside payloads holding ':' and over 380 bytes; the reference then reads it.
+    body = b'{"type":"a","data":{"k:":"' + b"x" * 400 + b'"}}\n'
+    body += b'{"type":"a","data":' + payload + b"}\n" + CREATE + b"\n"
+    lines_read: list[int] = []
+    slow = ChunkFold._lines
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            ChunkFold, "_lines", lambda self, body: (lines_read.append(1), slow(self, body))
+        )
+        assert agree(HEAD + body, 1 << 18)
+    assert bool(lines_read) == (deep or b'"' in payload)
