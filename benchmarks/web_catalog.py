@@ -26,7 +26,7 @@ For each size:
 
 The baseline is the issue's target: the first page in under 300 ms at 100,000 tasks. For
 comparison, ``--reference`` also times the readable reference catalog (a full scan that decodes
-every task, ``schedlog.serve.catalog_index.scan_page``) in process on the same store, once. The
+every task, ``schedlog.host.catalog.scan_page``) in process on the same store, once. The
 machine may be shared; the load average is printed before and after.
 """
 
@@ -139,8 +139,8 @@ def _browser(base: str, runs: int, chromium: str) -> dict[str, list[float]]:
 
 
 def _reference(store: Path) -> float:
+    from schedlog.host.catalog import CatalogQuery, scan_page
     from schedlog.host.stores.open import open_store
-    from schedlog.serve.catalog_index import CatalogQuery, scan_page
 
     opened = open_store(store)
     try:

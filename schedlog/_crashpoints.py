@@ -34,6 +34,10 @@ NAMES: Final = frozenset(
         # schedlog/host/core.py
         "host.after_followup",  # follow-up appended and fsynced, no task committed yet
         "host.after_commit",  # after each member's task commit (before the next)
+        "host.after_pause_write",  # a pause or resume written (file store: committed), no ack
+        # schedlog/host/batch.py
+        "batch.after_session",  # one session's follow-ups appended and fsynced (per session)
+        "batch.before_commit",  # every session of the batch durable, its commit not begun
         # schedlog/host/stores/json.py
         "json_store.before_rename",  # temporary document written and fsynced, not renamed
         "json_store.before_dir_fsync",  # renamed over the store, directory not fsynced

@@ -114,8 +114,17 @@ EVENTS: Final[dict[str, EventSpec]] = {
         "info",
         ("sessionId", "messageId", "reminders"),
         "host run, session run: one follow-up message was delivered; reminders are its members "
-        "({id, occurrenceAt}, framing order)",
-        "schedule: delivered to <sessionId>: <id> at <occurrenceAt>, … as <messageId>",
+        "({id, occurrenceAt}, framing order); host run adds latenessMs, the delay from the "
+        "earliest member's occurrence to the durable append",
+        "schedule: delivered to <sessionId>: <id> at <occurrenceAt>, … as <messageId>"
+        " (<latenessMs> ms late)",
+    ),
+    "delivery.burst": EventSpec(
+        "info",
+        ("reminders", "sessions", "messages", "worstLatenessMs"),
+        "host run: a drive pass delivered more than one message; its totals and worst lateness",
+        "schedule: delivered <reminders> reminders to <sessions> sessions in <messages> "
+        "messages, worst lateness <worstLatenessMs> ms",
     ),
     "delivery.recovered": EventSpec(
         "info",
@@ -188,6 +197,12 @@ EVENTS: Final[dict[str, EventSpec]] = {
         "host: an unexpected exception in a tool, answered as internal_error",
         "schedule: tool <tool> failed: <error>",
     ),
+    "tool.storage_full": EventSpec(
+        "warning",
+        ("tool", "error"),
+        "host: a tool's write refused by full storage, answered as storage_full",
+        "schedule: tool <tool> refused, storage full: <error>",
+    ),
     "batch.internal_error": EventSpec(
         "error",
         ("error",),
@@ -213,17 +228,24 @@ def recovered_fields(member: Member, message_id: str) -> dict[str, str]:
     }
 
 
-def sent_fields(session_id: str, message_id: str, members: Iterable[Member]) -> dict[str, Any]:
+def sent_fields(
+    session_id: str, message_id: str, members: Iterable[Member], lateness_ms: int | None = None
+) -> dict[str, Any]:
     """The fields of ``delivery.sent``: the session, the message id and its members in framing
-    order, with the human ``message``."""
+    order, ``latenessMs`` when given, with the human ``message``."""
     reminders = [{"id": m.id, "occurrenceAt": format_instant(m.occurrence_at)} for m in members]
     listed = ", ".join(f"{r['id']} at {r['occurrenceAt']}" for r in reminders)
-    return {
+    message = f"schedule: delivered to {session_id}: {listed} as {message_id}"
+    fields: dict[str, Any] = {
         "sessionId": session_id,
         "messageId": message_id,
         "reminders": reminders,
-        "message": f"schedule: delivered to {session_id}: {listed} as {message_id}",
     }
+    if lateness_ms is not None:
+        fields["latenessMs"] = lateness_ms
+        message += f" ({lateness_ms} ms late)"
+    fields["message"] = message
+    return fields
 
 
 def failure_fields(what: str, error: BaseException | str) -> dict[str, str]:

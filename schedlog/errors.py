@@ -3,9 +3,11 @@
 Every error carries a stable ``code`` (the contract, docs/errors.md) and a human ``message`` that
 names the offending field. Callers branch on ``code``; messages are recommendations.
 
-Five exceptions stand outside the tree on purpose. None of them is ever an answer: each is
-caught where it is raised, or one layer up, and turned into an error of the tree (or a usage
-error) whose code depends on the context, so giving it a code of its own would be wrong.
+The exceptions below stand outside the tree on purpose (their subclasses with them). None of
+them is ever an answer of the library: each is caught where it is raised, or one layer up, and
+turned into an error of the tree, an HTTP answer or a usage error whose code depends on the
+context, or it is a programming error of the caller; so giving it a code of the tree would be
+wrong.
 
 * :class:`schedlog.strictjson.JSONSyntaxError` (``ValueError``): the strict JSON reader's
   failure, with its position. The same bad text is ``corrupt_schedule_log`` in a session log,
@@ -22,6 +24,24 @@ error) whose code depends on the context, so giving it a code of its own would b
   request line that cannot be processed at all), a CLI concern. Keeping it out of
   :class:`ScheduleError` means that no library code catching :class:`ScheduleError` can
   swallow a framing error.
+* :class:`schedlog.runtime.interfaces.SessionLogContractError` (``TypeError``): an embedder's
+  ``SessionLog`` broke its contract, a programming error raised to the caller, never a value.
+* :class:`schedlog.host.delivery.GroupFailed` and :class:`schedlog.host.webhook.WebhookError`:
+  a delivery that was not acknowledged; the group stays due (``delivery.unacknowledged``),
+  no caller sees it.
+* :class:`schedlog.mcp.backends.UnknownSession` (``LookupError``): the MCP server answers it
+  with the protocol's ``INVALID_PARAMS``.
+* :class:`schedlog.serve.errors.HttpError`: an HTTP answer with its status and headers, raised
+  by a handler and rendered by the application; outside the tree so that the application's
+  :class:`ScheduleError` handler (500/503) never takes one.
+* :class:`schedlog.serve.sse.TooManyClients`: every event stream slot is taken; the route
+  answers 503 ``too_many_clients``.
+* :class:`schedlog.serve.secrets.PrivateFileError`, :class:`schedlog.serve.auth.TokenError`
+  and :class:`schedlog.serve.webhook.SecretError`: a token or secret file ``host serve`` cannot
+  use; like :class:`~schedlog.host.config.ConfigError`, the command refuses to start with the
+  error's own start-up code (``token-file``, ``webhook-config``...), which no tool carries.
+
+:class:`schedlog.host.store_copy.CopyError` (``schedlog store copy``) is a :class:`ScheduleError`.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered
 from schedlog.host.endpoint import with_serve_hint
 from schedlog.host.remote import REMOTE_OPERATIONS, call_remote
+from schedlog.host.retry import Backoff
 from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
 from schedlog.host.stores.base import StoredTask, TaskStore
@@ -220,14 +221,19 @@ async def run_host(
         return 1
     log = structlog.get_logger("schedlog.cli")
     sessions = SessionsDirectory(sessions_dir)
-    service = HostService(store, sessions, clock, keep or Retention())
+    # A delivery that failed (a full disk, an unreadable log) is retried with backoff, even
+    # when nothing else wakes the timer (docs/reliability.md#full-disk).
+    service = HostService(store, sessions, clock, keep or Retention(), backoff=Backoff())
     delivered = 0
 
     def sent(message: Delivered) -> None:
         nonlocal delivered
         delivered += 1
         log.info(
-            "delivery.sent", **sent_fields(message.session_id, message.message_id, message.members)
+            "delivery.sent",
+            **sent_fields(
+                message.session_id, message.message_id, message.members, message.lateness_ms()
+            ),
         )
 
     service.subscribe_deliveries(sent)
@@ -312,13 +318,14 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     """The catalog as JSON Lines (one entry a line) with --json or when stdout is not a
     terminal, else a table (docs/cli.md#host-catalog)."""
     from schedlog.cli._cells import cell
+    from schedlog.host.catalog import catalog_order
     from schedlog.host.task import catalog_entry
 
     as_json = wants_json(args)
     stored = _read_tasks(args, as_json)
     if stored is None:
         return 1
-    tasks = sorted((st.task for st in stored), key=lambda t: (t.record.scheduled_at, t.id))
+    tasks = catalog_order(st.task for st in stored)
     entries = [catalog_entry(t) for t in tasks]
     if as_json:
         for entry in entries:

@@ -103,6 +103,7 @@ async def _serve(
     clock = SystemClock()
 
     async def opener() -> Host:
+        from schedlog.host.retry import Backoff
         from schedlog.host.service import HostService
 
         if args.deliver_to is None:
@@ -111,9 +112,9 @@ async def _serve(
             async def close_sessions() -> None:
                 sessions.close()
 
-            service = HostService(store, sessions, clock, keep)
+            # retried with backoff, as in `host run` (docs/reliability.md#full-disk)
+            service = HostService(store, sessions, clock, keep, backoff=Backoff())
             return Host(service, close=close_sessions)
-        from schedlog.host.retry import Backoff
         from schedlog.host.webhook import WebhookSessions, WebhookSink
         from schedlog.serve.webhook import retry_lookup
 

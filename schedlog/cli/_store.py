@@ -25,9 +25,32 @@ def cmd_store_copy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _migrate_sqlite(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from schedlog.host.stores.sqlite import migrate_sqlite
+    from schedlog.host.stores.sqlite_validate import PAUSE_SCHEMA
+
+    if args.to is not None and args.to != PAUSE_SCHEMA:
+        message = f"--to must be {PAUSE_SCHEMA} for an SQLite store, not {args.to}"
+        write_json_line({"error": {"code": "invalid_request", "message": message}})
+        return 2
+    try:
+        result = migrate_sqlite(Path(args.store))
+    except StoreOpenError as exc:
+        write_json_line({"error": exc.to_value()})
+        return 1
+    write_json_line(result)
+    return 0
+
+
 def cmd_store_migrate(args: argparse.Namespace) -> int:
-    """Print ``{"store","from","to","applied"}``; a file store reports that it needs none."""
-    if select_backend(args.store, args.backend) != "postgresql":
+    """Print ``{"store","from","to","applied"}``; the JSON document needs none (it cannot hold
+    a paused task, docs/protocol.md#pause)."""
+    backend = select_backend(args.store, args.backend)
+    if backend == "sqlite":
+        return _migrate_sqlite(args)
+    if backend != "postgresql":
         write_json_line({"store": args.store, "from": 1, "to": 1, "applied": []})
         return 0
     try:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, TextIO
+from typing import Any, Final, TextIO, cast
 
+from schedlog.cli.run_log import CurrentStderr
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError
 from schedlog.rules.instants import DAY_MS, days_from_civil, days_in_month
 from schedlog.rules.text import js_dumps
@@ -87,7 +88,9 @@ def configure_diagnostics(stream: TextIO | None = None) -> None:
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.JSONRenderer(),
         ],
-        logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(
+            stream if stream is not None else cast(TextIO, CurrentStderr())
+        ),
         cache_logger_on_first_use=False,
     )
 

@@ -23,12 +23,13 @@ import argparse
 import sys
 from collections.abc import Mapping, MutableMapping
 from datetime import datetime
-from typing import Any, Final, Literal, TextIO
+from typing import Any, Final, Literal, TextIO, cast
 
 __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
     "MESSAGE_PREFIX",
+    "CurrentStderr",
     "HumanRenderer",
     "add_run_log_args",
     "configure_run_logging",
@@ -147,6 +148,21 @@ def _plain(event: str, fields: Mapping[str, Any]) -> str:
     return f"{event} {rest}".rstrip()
 
 
+class CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of each write. Diagnostics configured
+    by one in-process CLI call (an embedding host, a test) then never keep writing to a stream
+    that was swapped out and closed after that call."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def configure_run_logging(
     log_format: str | None, level: str = "info", stream: TextIO | None = None
 ) -> LogFormat:
@@ -154,7 +170,7 @@ def configure_run_logging(
     dropping events below ``level``; returns the form in use."""
     import structlog  # the long-running commands only; registering their flags stays light
 
-    out = stream if stream is not None else sys.stderr
+    out = stream if stream is not None else cast(TextIO, CurrentStderr())
     form = resolve_format(log_format, out)
     renderer: Any = HumanRenderer() if form == "human" else structlog.processors.JSONRenderer()
     structlog.configure(

@@ -1,6 +1,7 @@
 """``schedlog store``: task store administration (argparse wiring only).
 
-* ``store migrate``: apply the PostgreSQL schema's forward migrations (a host never does).
+* ``store migrate``: apply the SQLite or PostgreSQL schema's forward migrations (a host never
+  does).
 * ``store copy SRC DST``: copy every task into an empty store of any backend, then verify.
 """
 
@@ -27,11 +28,13 @@ def register(sub: Any) -> None:
     ssub = store.add_subparsers(dest="store_command", required=True, metavar="COMMAND")
     migrate = ssub.add_parser(
         "migrate",
-        help="bring a PostgreSQL store's schema to this version (file stores need none)",
+        help="bring an SQLite or PostgreSQL store's schema to this version",
         description=(
             "Apply the missing forward migrations of the PostgreSQL schema, each in its own "
             "transaction; safe to run again and from several processes at once. A host refuses "
-            "a database whose schema is not current (version-mismatch) and never migrates it."
+            "a database whose schema is not current (version-mismatch) and never migrates it. "
+            "An SQLite store written by 0.2.0 opens as it is but cannot hold a paused task "
+            "until migrated (stop its host first); the schedule.json document needs none."
         ),
     )
     store_args(migrate)

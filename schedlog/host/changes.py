@@ -9,15 +9,15 @@ Events.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal, NamedTuple, Protocol
+from collections.abc import Callable, Mapping
+from typing import Final, Literal, NamedTuple, Protocol
 
-__all__ = ["ChangeKind", "ChangeListener", "ChangeSource", "TaskChange"]
+__all__ = ["ChangeKind", "ChangeListener", "ChangeSource", "TaskChange", "remote_change"]
 
 #: ``created``/``updated``/``deleted`` by a tool or a remote operation (archive stop deletes),
 #: ``delivered`` when a delivery was committed, ``retrying`` when a delivery attempt failed and
-#: another is planned.
-ChangeKind = Literal["created", "updated", "deleted", "delivered", "retrying"]
+#: another is planned, ``paused`` and ``resumed`` by a pause or a resume (docs/protocol.md#pause).
+ChangeKind = Literal["created", "updated", "deleted", "delivered", "retrying", "paused", "resumed"]
 
 
 class TaskChange(NamedTuple):
@@ -37,3 +37,23 @@ class ChangeSource(Protocol):
     def subscribe_changes(self, listener: ChangeListener) -> Callable[[], None]:
         """Call ``listener(change)`` after each durable task write; returns an unsubscribe."""
         ...
+
+
+#: The change kinds another host's commit can report (``LISTEN`` payloads).
+_REMOTE_KINDS: Final[dict[str, ChangeKind]] = {
+    "created": "created",
+    "updated": "updated",
+    "deleted": "deleted",
+    "delivered": "delivered",
+    "paused": "paused",
+    "resumed": "resumed",
+}
+
+
+def remote_change(payload: Mapping[str, str]) -> TaskChange | None:
+    """The change another host committed (a ``LISTEN`` payload), or None when the payload does
+    not say which task and how (a change is still reported, without a task)."""
+    kind = _REMOTE_KINDS.get(payload.get("kind", ""))
+    if kind is None or "id" not in payload or "sessionId" not in payload:
+        return None
+    return TaskChange(payload["id"], payload["sessionId"], kind)

@@ -24,17 +24,20 @@ from schedlog.diagnostics import recovered_fields
 from schedlog.errors import ScheduleError
 from schedlog.eventlog.followups import build_followup
 from schedlog.framing import FramedReminder
+from schedlog.host.catalog import ordered_tasks
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
 from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member, occurrence
 from schedlog.host.due import DueTasks, due_tasks_for
 from schedlog.host.history import check_limit, history_page
 from schedlog.host.limits import SeenSessions
+from schedlog.host.pausing import pause_step, resume_step
 from schedlog.host.sessions import SessionController, SessionHandle
 from schedlog.host.stores.base import (
     InsertsMany,
     StoredTask,
     TaskStore,
+    store_pausable,
 )
 from schedlog.host.task import Task, catalog_entry
 from schedlog.protocols import HOST
@@ -165,15 +168,15 @@ class HostCore:
 
     def list_records(self, session_id: str) -> list[Record]:
         """The session's active records, in storage order (docs/protocol.md#remote)."""
-        return [st.task.record for st in self.store.session_tasks(session_id) if st.task.active]
+        return [task.record for task in self.list_tasks(session_id)]
+
+    def list_tasks(self, session_id: str) -> list[Task]:
+        """The session's active tasks, paused ones included, in storage order."""
+        return [st.task for st in self.store.session_tasks(session_id) if st.task.active]
 
     def catalog(self) -> list[dict[str, Any]]:
         """Every task as a catalog entry, by ``scheduledAt`` then ``id`` (code points)."""
-        tasks = sorted(
-            (st.task for st in self.store.tasks()),
-            key=lambda t: (t.record.scheduled_at, t.id),
-        )
-        return [catalog_entry(t) for t in tasks]
+        return [catalog_entry(t) for t in ordered_tasks(self.store)]
 
     def history(
         self, session_id: str, task_id: object, limit: object, before: object = ABSENT
@@ -261,6 +264,35 @@ class HostCore:
         self._changed(self._change(task, "updated"))
         self.drive_requested()
         return result
+
+    def pause(
+        self,
+        session_id: str,
+        task_id: object,
+        expected: object,
+        now: Callable[[], int],
+        *,
+        resume: bool = False,
+    ) -> dict[str, Any]:
+        """Pause (or ``resume``) with an optional compare-and-set (docs/protocol.md#pause), in
+        the order of :mod:`schedlog.host.pausing`; one transaction on a shared store, as
+        :meth:`update`. Acknowledged only once written; a no-op writes nothing."""
+        with self.due_tasks.pausing(session_id):
+            task = self.find(session_id, task_id)
+            at = now()
+            if resume:
+                step = resume_step(task, task_id, expected, at)
+            else:
+                step = pause_step(task, task_id, expected, at, pausable=store_pausable(self.store))
+            if step.task is None:
+                return step.result
+            st = self.store.get(step.task.id)
+            assert st is not None
+            self._replace(st, step.task)
+            crashpoint("host.after_pause_write")
+        self._changed(self._change(step.task, "resumed" if resume else "paused"))
+        self.drive_requested()
+        return step.result
 
     def delete(self, session_id: str, task_id: object) -> dict[str, Any]:
         """Hard delete (docs/protocol.md#remote): ``{"id","deleted":true}`` or
@@ -411,7 +443,13 @@ class HostCore:
                 sending.cancel()
                 await asyncio.gather(sending, return_exceptions=True)
 
-    def _plan(self, group: Group, now: Callable[[], int]) -> _Plan | None:
+    def _plan(
+        self,
+        group: Group,
+        now: Callable[[], int],
+        get: Callable[[str], StoredTask | None] | None = None,
+    ) -> _Plan | None:
+        """Plan a group's delivery; ``get`` reads its members (the store's own by default)."""
         session_id = group.session_id
         self.touch_session(session_id)
         try:
@@ -419,22 +457,27 @@ class HostCore:
         except Exception as exc:
             raise GroupFailed(group.ids, exc) from exc
         try:
-            return self._plan_members(group, session, now)
+            return self._plan_members(group, session, now, get or self.store.get)
         except Exception as exc:
             self.sessions.discard(session_id)
             raise GroupFailed(group.ids, exc) from exc
 
     def _plan_members(
-        self, group: Group, session: SessionHandle, now: Callable[[], int]
+        self,
+        group: Group,
+        session: SessionHandle,
+        now: Callable[[], int],
+        get: Callable[[str], StoredTask | None],
     ) -> _Plan | None:
         session_id = group.session_id
         decision_time = now()
         members: list[tuple[StoredTask, Decision]] = []
         for task_id in group.ids:
-            st = self.store.get(task_id)
+            st = get(task_id)
             if (
                 st is None
                 or not st.task.active
+                or st.task.paused
                 or st.task.session_id != session_id
                 or st.task.record.scheduled_at > decision_time
             ):
@@ -493,7 +536,7 @@ class HostCore:
                 if send is not None:
                     send(plan)
                 delivered_at = now()
-                sent = plan.outgoing.delivered
+                sent = plan.outgoing.delivered._replace(delivered_at=delivered_at)
                 crashpoint("host.after_followup")
             for st, decision in plan.members:
                 at = delivered_at if delivered_at is not None else now()

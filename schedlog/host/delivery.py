@@ -45,6 +45,15 @@ class Delivered(NamedTuple):
     message_id: str
     text: str
     members: tuple[Member, ...]
+    #: When the follow-up was durable (epoch ms); None until it was sent.
+    delivered_at: int | None = None
+
+    def lateness_ms(self) -> int | None:
+        """How long after its earliest member's occurrence (the longest wait) the follow-up was
+        durable (ms)."""
+        if self.delivered_at is None or not self.members:
+            return None
+        return max(0, self.delivered_at - min(m.occurrence_at for m in self.members))
 
     def to_json(self) -> dict[str, object]:
         return {

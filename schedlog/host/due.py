@@ -57,6 +57,11 @@ class DueTasks(Protocol):
         """Around an update: its read and its write as one step."""
         ...
 
+    def pausing(self, session_id: str) -> AbstractContextManager[None]:
+        """Around a pause or resume: :meth:`atomic`, after any delivery of the session in
+        progress (on a shared store, another host's) has ended."""
+        ...
+
     def delivering(
         self, group: Group, forget: Callable[[str], None]
     ) -> AbstractContextManager[None]:
@@ -77,7 +82,8 @@ class DueTasks(Protocol):
 
 
 class LocalTimerIndex:
-    """The timer index of a store this host alone writes."""
+    """The timer index of a store this host alone writes: active tasks that are not paused
+    (docs/protocol.md#pause)."""
 
     lease_ms: int | None = None
 
@@ -92,7 +98,7 @@ class LocalTimerIndex:
 
     def reindex(self, st: StoredTask) -> None:
         self.unindex(st.task.id)
-        if st.task.active:
+        if st.task.active and not st.task.paused:
             key = (st.task.record.scheduled_at, st.seq, st.task.id)
             self._index.add(key)
             self._keys[st.task.id] = key
@@ -117,9 +123,9 @@ class LocalTimerIndex:
         out: list[StoredTask] = []
         for _target, _seq, task_id in sorted(keys, key=lambda k: k[1]):
             st = self.store.get(task_id)
-            if st is not None:
+            if st is not None and st.task.active and not st.task.paused:
                 out.append(st)
-            else:  # a row the store reported invalid: never delivered
+            else:  # a row the store reported invalid, or one the index misread: never delivered
                 self.unindex(task_id)
         return out
 
@@ -132,6 +138,9 @@ class LocalTimerIndex:
 
     def atomic(self) -> AbstractContextManager[None]:
         return contextlib.nullcontext()
+
+    def pausing(self, session_id: str) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()  # the FIFO runs one delivery or write at a time
 
     def delivering(
         self, group: Group, forget: Callable[[str], None]
@@ -182,6 +191,18 @@ class ClaimedDue:
         return self.claims.atomic()
 
     @contextlib.contextmanager
+    def pausing(self, session_id: str) -> Iterator[None]:
+        """Under the session's lock, which a host delivering to the session holds from its
+        plan to its commit: a delivery that planned before the pause commits first, and one
+        that plans after it reads the task paused and sends nothing."""
+        if "\x00" in session_id or not _utf8(session_id):
+            with self.claims.atomic():  # no task can be bound to a session id never stored
+                yield
+            return
+        with self.claims.session_lock(session_id), self.claims.atomic():
+            yield
+
+    @contextlib.contextmanager
     def delivering(self, group: Group, forget: Callable[[str], None]) -> Iterator[None]:
         """Under the session's lock, on the log as other hosts left it (re-read); the claims
         end with the delivery."""
@@ -224,6 +245,14 @@ class ClaimedDue:
 
     def listen(self, on_change: Callable[[dict[str, str]], None]) -> None:
         self.claims.listen(on_change)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def due_tasks_for(store: TaskStore) -> DueTasks:

@@ -12,13 +12,15 @@ import msgspec
 from schedlog.errors import ScheduleInputError
 from schedlog.host.config import Retention
 from schedlog.host.task import History, HistoryRecord, Receipt, Task, effective_history
+from schedlog.rules.instants import DAY_MS
 from schedlog.rules.text import json_int
 
-__all__ = ["MAX_PAGE", "MSG_LIMIT", "append_delivery", "history_page", "prune"]
+__all__ = ["MAX_HISTORY_PAGE", "MSG_LIMIT", "append_delivery", "history_page", "prune"]
 
-DAY_MS: Final = 86_400_000
-MAX_PAGE: Final = 100
-MSG_LIMIT: Final = "Delivery history limit must be a safe integer from 1 through 100."
+MAX_HISTORY_PAGE: Final = 100
+MSG_LIMIT: Final = (
+    f"Delivery history limit must be a safe integer from 1 through {MAX_HISTORY_PAGE}."
+)
 MSG_BEFORE: Final = "Delivery history before must be a message id string."
 
 
@@ -59,7 +61,7 @@ def append_delivery(task: Task, receipt: Receipt, prompt: str, retention: Retent
 def check_limit(limit: object) -> int:
     """A page ``limit``: a safe integer 1-100, else ``invalid_rule`` (raised, step 1)."""
     n = json_int(limit)
-    if n is None or not 1 <= n <= MAX_PAGE:
+    if n is None or not 1 <= n <= MAX_HISTORY_PAGE:
         raise ScheduleInputError("invalid_rule", MSG_LIMIT)
     return n
 

@@ -13,11 +13,11 @@ from schedlog.host.stores.base import TaskStore
 from schedlog.host.task import TaskIdSource, new_task, new_task_id
 from schedlog.invariant.logs import validate_log
 from schedlog.rules.record import Record
+from schedlog.rules.records import TITLE_MAX_UNITS
 from schedlog.rules.text import js_trim
 
 __all__ = ["derive_title", "migrate_log"]
 
-TITLE_MAX_UNITS: Final = 120
 _LINE_BREAK: Final = re.compile("\r\n|\r|\n")
 
 

@@ -1,5 +1,6 @@
 """Remote operations for user interfaces (docs/protocol.md#remote): ``catalog``, ``list``,
-``history``, ``update``, ``delete``. None of them activates a session or reads a session log.
+``history``, ``update``, ``delete``, ``pause``, ``resume``. None of them activates a session or
+reads a session log.
 
 Arguments are raw JSON objects. Ids and session ids are not format-checked: an unusual one is
 simply not found. Failures documented as raised (a bad history ``limit``, storage
@@ -17,7 +18,7 @@ from schedlog.host.service import HostService
 
 __all__ = ["REMOTE_OPERATIONS", "call_remote"]
 
-REMOTE_OPERATIONS: Final = ("catalog", "list", "history", "update", "delete")
+REMOTE_OPERATIONS: Final = ("catalog", "list", "history", "update", "delete", "pause", "resume")
 
 
 def _session(args: dict[str, Any]) -> str | None:
@@ -62,4 +63,16 @@ async def call_remote(service: HostService, operation: str, args: dict[str, Any]
         except ScheduleInputError as exc:
             return exc.to_value()
         return result.to_json(id=task_id)
+    if operation in ("pause", "resume"):
+        if session_id is None:
+            return {"id": args.get("id"), "changed": False, "code": "schedule_not_found"}
+        try:
+            return await service.pause(
+                session_id,
+                args.get("id"),
+                args.get("expected", ABSENT),
+                resume=operation == "resume",
+            )
+        except ScheduleInputError as exc:
+            return exc.to_value()
     raise KeyError(operation)

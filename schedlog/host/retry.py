@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-__all__ = ["BASE_MS", "CAP_MS", "Backoff", "RetryState"]
+__all__ = ["BASE_MS", "CAP_MS", "Backoff", "BackoffState"]
 
 BASE_MS: Final = 1_000
 CAP_MS: Final = 300_000
 
 
-class RetryState(NamedTuple):
+class BackoffState(NamedTuple):
     """How often a task's delivery failed in a row, when the next attempt is (epoch ms), and
-    why the last one failed."""
+    why the last one failed: the :class:`Backoff`'s own view. The HTTP API's view of it, with
+    the instant formatted, is :class:`schedlog.serve.bodies.RetryState`."""
 
     attempts: int
     next_attempt_at: int
@@ -35,7 +36,7 @@ class Backoff:
             raise ValueError("backoff needs 0 < base_ms <= cap_ms")
         self.base_ms = base_ms
         self.cap_ms = cap_ms
-        self._states: dict[str, RetryState] = {}
+        self._states: dict[str, BackoffState] = {}
 
     def delay_ms(self, attempts: int) -> int:
         """The wait after the ``attempts``-th failure in a row (1-based)."""
@@ -53,16 +54,16 @@ class Backoff:
         with several hosts")."""
         return self.delay_ms(self._attempts_after_failure(task_id))
 
-    def failed(self, task_id: str, now: int, error: str) -> RetryState:
+    def failed(self, task_id: str, now: int, error: str) -> BackoffState:
         attempts = self._attempts_after_failure(task_id)
-        state = RetryState(attempts, now + self.delay_ms(attempts), error)
+        state = BackoffState(attempts, now + self.delay_ms(attempts), error)
         self._states[task_id] = state
         return state
 
     def forget(self, task_id: str) -> None:
         self._states.pop(task_id, None)
 
-    def state(self, task_id: str) -> RetryState | None:
+    def state(self, task_id: str) -> BackoffState | None:
         return self._states.get(task_id)
 
     def waiting(self, now: int) -> set[str]:

@@ -3,15 +3,18 @@
 :class:`HostService` runs over a :class:`~schedlog.host.core.HostCore`: the operations over the
 asyncio FIFO (:class:`~schedlog.host.fifo.WriteFifo`: one worker runs create / update / delete /
 archive stop / delivery groups in arrival order, with group commit of consecutive creates), reads
-that do not queue, cancellation, disposal, and the host timer over an injected :class:`Clock`.
+that do not queue (the catalog of :mod:`schedlog.host.catalog`, explain and preview of
+:mod:`schedlog.host.explain` among them), cancellation, disposal, and the host timer over an
+injected :class:`Clock`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Final, TypeVar
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, TypeVar, cast
 
 import structlog
 
@@ -19,10 +22,20 @@ from schedlog.absent import ABSENT
 from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.diagnostics import failure_fields
 from schedlog.errors import ScheduleError
-from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
+from schedlog.host.batch import (
+    BatchDelivery,
+    DueSnapshot,
+    Outcome,
+    batchable,
+    burst_summary,
+    chunks,
+)
+from schedlog.host.catalog import Catalog, CatalogQuery, Page, StatusOf, effective_status
+from schedlog.host.changes import ChangeListener, TaskChange, remote_change
 from schedlog.host.config import Retention
 from schedlog.host.core import CHANGED, HostCore, Outgoing
 from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
+from schedlog.host.explain import explain_task, preview_rule
 from schedlog.host.fifo import WriteFifo
 from schedlog.host.inflight import DEFAULT_LIMIT, SessionChains
 from schedlog.host.limits import check_session_id
@@ -44,13 +57,6 @@ __all__ = [
     "ServiceStopping",
 ]
 
-#: The change kinds another host's commit can report (``LISTEN`` payloads).
-_REMOTE_KINDS: Final[dict[str, ChangeKind]] = {
-    "created": "created",
-    "updated": "updated",
-    "deleted": "deleted",
-    "delivered": "delivered",
-}
 #: Back-off of the timer while a shared store cannot be reached (doubling up to the maximum).
 TIMER_BACKOFF_MS: Final = 100
 MAX_TIMER_BACKOFF_MS: Final = 5_000
@@ -98,10 +104,17 @@ class HostService:
         #: wanting deterministic ids) passes its own source.
         self.task_ids = task_ids
         self._auto = auto_drive
+        #: Batched delivery to session logs (docs/operations.md#burst-sizing), when allowed.
+        self._batch = (
+            BatchDelivery(self.core, clock.now_ms)
+            if post is None and batchable(self.core)
+            else None
+        )
         self._stopping = False
         self._closed = False
         #: Writes, delivery groups and archive stop, one at a time in arrival order.
         self._fifo = WriteFifo(self.core, self._check_open)
+        self._catalog = Catalog(store, self.core)
         self._wake = asyncio.Event()
         self._drive_pending = auto_drive  # overdue tasks found at start-up are driven at once
         self._failed: set[str] = set()
@@ -194,12 +207,25 @@ class HostService:
     async def delete(self, session_id: str, task_id: object) -> dict[str, Any]:
         return await self._submit(lambda: self.core.delete(session_id, task_id))
 
+    async def pause(
+        self, session_id: str, task_id: object, expected: object = ABSENT, *, resume: bool = False
+    ) -> dict[str, Any]:
+        """Pause (or ``resume``) in the FIFO (docs/protocol.md#pause); ``now`` is sampled in
+        its slot. Raises ``invalid_rule`` for an ``expected`` that does not decode."""
+        return await self._submit(
+            lambda: self.core.pause(session_id, task_id, expected, self.clock.now_ms, resume=resume)
+        )
+
     async def archive_stop(self, session_id: str) -> list[str]:
         return await self._submit(lambda: self.core.archive_stop(session_id))
 
     def list_records(self, session_id: str) -> list[Record]:
         self._check_open()
         return self.core.list_records(session_id)
+
+    def list_tasks(self, session_id: str) -> list[Task]:
+        self._check_open()
+        return self.core.list_tasks(session_id)
 
     def find(self, session_id: str, task_id: object) -> Task | None:
         self._check_open()
@@ -208,6 +234,37 @@ class HostService:
     def catalog(self) -> list[dict[str, Any]]:
         self._check_open()
         return self.core.catalog()
+
+    def open_catalog(self) -> None:
+        """Build the catalog's index now rather than at the first :meth:`catalog_page`."""
+        self._check_open()
+        self._catalog.open()
+
+    def catalog_page(self, query: CatalogQuery, status_of: StatusOf = effective_status) -> Page:
+        """One catalog page (``GET /v1/tasks``); ``status_of`` gives a task's status, for
+        the ``status`` filter (a delivery sink knows which tasks it is retrying)."""
+        self._check_open()
+        return self._catalog.page(query, status_of)
+
+    def explain(self, task_id: str, count: int) -> dict[str, Any] | None:
+        """The task's next ``count`` targets from now (docs/http-api.md); None when there is
+        no task ``task_id``."""
+        self._check_open()
+        st = self.core.store.get(task_id)
+        return None if st is None else explain_task(st.task, self.clock.now_ms(), count)
+
+    def preview(self, timing: Mapping[str, object], count: int) -> dict[str, Any]:
+        """An unsaved rule's record and next ``count`` targets from now
+        (docs/http-api.md#rule-preview); raises ``ScheduleInputError`` as ``schedule_create``."""
+        self._check_open()
+        return preview_rule(timing, self.clock.now_ms(), count)
+
+    def ping_store(self) -> None:
+        """Ask the store whether it answers (a store with a server; a file store always does).
+        Blocking: ``/readyz`` runs it on a thread, within the store's own bound."""
+        ping = getattr(self.core.store, "ping", None)
+        if ping is not None:
+            ping()
 
     def history(
         self, session_id: str, task_id: object, limit: object, before: object = ABSENT
@@ -229,11 +286,8 @@ class HostService:
         """Another host committed a change (``LISTEN``): report it, and look for work again."""
         if self._stopping:
             return
-        kind = _REMOTE_KINDS.get(change.get("kind", ""))
-        if kind is not None and "id" in change and "sessionId" in change:
-            self.core._changed((TaskChange(change["id"], change["sessionId"], kind),))
-        else:
-            self.core._changed()
+        reported = remote_change(change)
+        self.core._changed(() if reported is None else (reported,))
         self.request_drive()
 
     def request_drive(self) -> None:
@@ -271,7 +325,7 @@ class HostService:
         return sent
 
     def _forget_edited(self, change: TaskChange) -> None:
-        if self.backoff is not None and change.kind in ("updated", "deleted", "delivered"):
+        if self.backoff is not None and change.kind != "retrying":
             self.backoff.forget(change.id)
 
     def _record_failure(self, exc: GroupFailed) -> None:
@@ -337,8 +391,8 @@ class HostService:
             return [], set()
         outcomes: list[tuple[Delivered | None, set[str]]] = []
         if self._posts is None:
-            for group in groups:
-                outcomes.append(await self._deliver_reported(group))
+            async for outcome in self._outcomes(groups, due):
+                outcomes.append(self._reported(outcome))
         else:
             started = [self._posts.start(group) for group in groups]
             if not wait:
@@ -346,31 +400,67 @@ class HostService:
             outcomes = [await task for task in started]
         sent = [delivered for delivered, _ in outcomes if delivered is not None]
         failed = {task_id for _, ids in outcomes for task_id in ids}
+        burst_summary(sent)
         return sent, failed
 
-    async def _deliver_reported(self, group: Group) -> tuple[Delivered | None, set[str]]:
-        """Deliver ``group``; a failure is reported and recorded. Returns the message sent
+    def _reported(self, outcome: Outcome) -> tuple[Delivered | None, set[str]]:
+        """A group's outcome; a failure is reported and recorded. Returns the message sent
         and the ids whose group failed with their target not after the failure time."""
-        try:
-            return await self._deliver(group), set()
-        except GroupFailed as exc:
-            self._unacknowledged(exc)
-            self._record_failure(exc)
-            failure_time = self.clock.now_ms()
-            failed = set()
-            for task_id in exc.ids:
-                st = self.core.store.get(task_id)
-                if st is not None and st.task.record.scheduled_at <= failure_time:
-                    failed.add(task_id)
-            return None, failed
+        if not isinstance(outcome, GroupFailed):
+            return outcome, set()
+        self._unacknowledged(outcome)
+        self._record_failure(outcome)
+        failure_time = self.clock.now_ms()
+        failed = set()
+        for task_id in outcome.ids:
+            st = self.core.store.get(task_id)
+            if st is not None and st.task.record.scheduled_at <= failure_time:
+                failed.add(task_id)
+        return None, failed
 
     async def _post_group(self, group: Group) -> tuple[Delivered | None, set[str]]:
         """A webhook group in flight; when it ends, the timer looks for work again."""
         try:
-            return await self._deliver_reported(group)
+            try:
+                outcome: Outcome = await self._deliver(group)
+            except GroupFailed as exc:
+                outcome = exc
+            return self._reported(outcome)
         finally:
             if self._auto and not self._stopping:
                 self.request_drive()
+
+    async def _outcomes(
+        self, groups: Sequence[Group], due: Sequence[StoredTask]
+    ) -> AsyncIterator[Outcome]:
+        """Each group's delivery, in order: batched runs (schedlog.host.batch) when this host
+        may batch, else one group per FIFO slot."""
+        if self._batch is None:
+            for group in groups:
+                try:
+                    yield await self._deliver(group)
+                except GroupFailed as exc:
+                    yield exc
+            return
+        batch = self._batch
+        snapshot = DueSnapshot(self.core, due)
+        outcomes: dict[int, Outcome] = {}
+        try:
+            # Runs packed by session, reported in group order; no more sessions in a run than
+            # the sessions directory keeps open.
+            max_open = getattr(self.core.sessions, "max_open", None)
+            for run in chunks(groups, max_sessions=max_open):
+                deliver = functools.partial(batch.deliver, run, snapshot)
+                ran = await self._fifo.submit(cast(Callable[[], list[Outcome]], deliver))
+                outcomes.update(zip(map(id, run), ran, strict=True))
+        finally:
+            snapshot.close()
+        for group in groups:
+            outcome = outcomes.get(id(group))
+            if isinstance(outcome, Delivered):
+                for listener in list(self._delivery_listeners):
+                    listener(outcome)
+            yield outcome
 
     async def tick(self) -> list[Delivered]:
         """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except
@@ -450,6 +540,9 @@ class HostService:
         if self._posts is not None:  # POSTs in flight end (each within its deadline) and commit
             await self._posts.join()
         await self._fifo.aclose()
+        if self._batch is not None:  # idle: the FIFO has drained
+            self._batch.close()
+        self._catalog.close()
         self.core.store.close()
         self._closed = True
 

@@ -9,6 +9,9 @@ first delivery: the stand-in for restoring a cold session.
 from __future__ import annotations
 
 import os
+import resource
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -21,16 +24,20 @@ from schedlog.invariant.logs import validate_log
 
 __all__ = [
     "MAX_LOG_NAME_BYTES",
+    "MAX_OPEN_LOGS",
     "SessionController",
     "SessionHandle",
     "SessionIdTooLong",
     "SessionsDirectory",
+    "default_max_open",
     "encode_session_id",
 ]
 
 _SAFE: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 #: The longest log file name, ``<enc(S)>.jsonl``: the usual file-system limit (NAME_MAX).
 MAX_LOG_NAME_BYTES: Final = 255
+#: Session logs a :class:`SessionsDirectory` keeps open at most (docs/operations.md#host-run).
+MAX_OPEN_LOGS: Final = 64
 _DIRECTORY_FLAGS: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -72,6 +79,15 @@ class SessionController(Protocol):
         ...
 
 
+def default_max_open() -> int:
+    """:data:`MAX_OPEN_LOGS`, or an eighth of the soft open-files limit when that is lower (at
+    least 4): the rest is left to the store, connections and the webhook client."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_OPEN_LOGS
+    return max(4, min(MAX_OPEN_LOGS, soft // 8))
+
+
 def encode_session_id(session_id: str) -> str:
     """``enc(S)`` of docs/protocol.md#batch-host: ``[A-Za-z0-9_.-]`` kept (except a leading ``.``),
     every other UTF-8 byte written as ``%XX`` in upper-case hex."""
@@ -88,21 +104,33 @@ class SessionsDirectory:
     """The standalone controller of docs/protocol.md#batch-host: one JSON Lines log per session in
     ``directory``.
 
-    Open logs are cached for the life of the controller; :meth:`close` closes them.
+    The most recently resolved logs stay open, at most ``max_open`` of them (by default
+    :data:`MAX_OPEN_LOGS`, lowered to an eighth of the open-files limit): resolving one more
+    closes the one resolved longest ago, so a host delivering to many sessions holds a bounded
+    number of descriptors. A closed log is re-opened (re-read) when its session is resolved
+    again. Every delivery ends with the barrier, so closing one loses nothing. :meth:`close`
+    closes them all.
     """
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, max_open: int | None = None) -> None:
         self.directory = Path(directory)
-        self._open: dict[str, LogAppender] = {}
+        self.max_open = default_max_open() if max_open is None else max_open
+        if self.max_open < 1:
+            raise ValueError(f"max_open must be at least 1, not {self.max_open}")
+        self._open: OrderedDict[str, LogAppender] = OrderedDict()
         self._dir_fd: int | None = None
+        #: Batched delivery resolves sessions on several threads: the directory descriptor and
+        #: the set of open logs change under this lock.
+        self._lock = threading.RLock()
 
     def _directory_fd(self) -> int:
         """The sessions directory, created if missing, opened once: every log is opened under
         it with ``O_NOFOLLOW`` (docs/protocol.md#session-log)."""
-        if self._dir_fd is None:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._dir_fd = os.open(self.directory, _DIRECTORY_FLAGS)
-        return self._dir_fd
+        with self._lock:  # batched delivery resolves sessions on several threads
+            if self._dir_fd is None:
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._dir_fd = os.open(self.directory, _DIRECTORY_FLAGS)
+            return self._dir_fd
 
     def path_of(self, session_id: str) -> Path:
         """``DIR/<enc(S)>.jsonl``, always a plain name inside ``DIR`` (``enc`` leaves no ``/``,
@@ -117,8 +145,19 @@ class SessionsDirectory:
         return self.directory / name
 
     def resolve(self, session_id: str) -> LogAppender:
+        with self._lock:
+            return self._resolve(session_id)
+
+    def _resolve(self, session_id: str) -> LogAppender:
         log = self._open.get(session_id)
-        if log is None or log.closed:
+        if log is not None and not log.closed:
+            self._open.move_to_end(session_id)
+        else:
+            if log is not None:
+                del self._open[session_id]
+            while len(self._open) >= self.max_open:  # the least recently resolved goes
+                _, oldest = self._open.popitem(last=False)
+                oldest.close()
             dir_fd = self._directory_fd()
             # Only line-level validity: the host never folds a session's legacy schedule events
             # to deliver into it; unreadable ones only earn a warning
@@ -130,9 +169,10 @@ class SessionsDirectory:
         return log
 
     def discard(self, session_id: str) -> None:
-        log = self._open.pop(session_id, None)
-        if log is not None:
-            log.close()
+        with self._lock:
+            log = self._open.pop(session_id, None)
+            if log is not None:
+                log.close()
 
     def legacy_reminders(self, session_id: str) -> int:
         try:
@@ -152,8 +192,9 @@ class SessionsDirectory:
         return len(validate_log(contents).active)
 
     def close(self) -> None:
-        for session_id in list(self._open):
-            self.discard(session_id)
-        if self._dir_fd is not None:
-            os.close(self._dir_fd)
-            self._dir_fd = None
+        with self._lock:
+            for session_id in list(self._open):
+                self.discard(session_id)
+            if self._dir_fd is not None:
+                os.close(self._dir_fd)
+                self._dir_fd = None

@@ -12,23 +12,16 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from schedlog.errors import StoreOpenError
+from schedlog.errors import ScheduleError, StoreOpenError
 from schedlog.host.stores.base import StoreWriteError, TaskStore, require_postgres
 from schedlog.host.stores.open import Backend, open_store, select_backend
 
 __all__ = ["CopyError", "copy_store"]
 
 
-class CopyError(Exception):
-    """The copy was refused or did not verify: a stable ``code`` and a message."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def to_value(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
+class CopyError(ScheduleError):
+    """The copy was refused or did not verify: a stable ``code`` (``destination-not-empty``,
+    ``copy-failed``, ``copy-mismatch``) and a message, as every error of the tree."""
 
 
 def _check_postgres_source(src: str) -> None:

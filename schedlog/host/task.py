@@ -199,11 +199,11 @@ def encode_task(task: Task) -> dict[str, Any]:
 
 
 def catalog_entry(task: Task) -> dict[str, Any]:
-    """A catalog entry (docs/protocol.md#remote): record keys, then sessionId, status and
-    lastDelivery if any."""
+    """A catalog entry (docs/protocol.md#remote): record keys, then sessionId, status
+    (``paused`` for a paused task, docs/protocol.md#pause) and lastDelivery if any."""
     out = task.record.to_json()
     out["sessionId"] = task.session_id
-    out["status"] = task.effective_status
+    out["status"] = "paused" if task.paused else task.effective_status
     if task.last_delivery is not None:
         out["lastDelivery"] = task.last_delivery.to_json()
     return out

@@ -43,7 +43,6 @@ from schedlog.tool_schemas import (
 __all__ = [
     "RESULT_TYPES",
     "TOOLS",
-    "UNSERVED",
     "UPDATE_SELECTORS",
     "AfterView",
     "AtView",
@@ -481,20 +480,11 @@ _PARAMETER_RULES: Final[dict[str, dict[str, Any]]] = {
 }
 
 
-#: Tools whose schemas and values are written but that the host does not answer yet (pause and
-#: resume, docs/protocol.md#pause): the published catalog (``tools catalog``, the MCP server,
-#: the OpenAPI document) leaves them out until the host dispatches them.
-UNSERVED: Final = frozenset({"schedule_pause", "schedule_resume"})
-
-
-def tool_schemas(*, unserved: bool = False) -> dict[str, Any]:
+def tool_schemas() -> dict[str, Any]:
     """The tool schemas as one JSON value: ``{"$schema","protocol","tools":[{name, description,
     parameters, result}], "$defs"}``; every schema is JSON Schema 2020-12 with shared
-    ``$defs``, and each tool's parameters are self-contained. Only the tools the host answers,
-    unless ``unserved`` (:data:`UNSERVED` too)."""
-    tools = {n: t for n, t in TOOLS.items() if unserved or n not in UNSERVED}
-    results = {n: r for n, r in RESULT_TYPES.items() if n in tools}
-    return build_tool_schemas("host", tools, results, _PARAMETER_RULES)
+    ``$defs``, and each tool's parameters are self-contained."""
+    return build_tool_schemas("host", TOOLS, RESULT_TYPES, _PARAMETER_RULES)
 
 
 def tool_schemas_markdown() -> str:

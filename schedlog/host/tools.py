@@ -1,8 +1,9 @@
-"""The four host tools bound to the calling session (docs/protocol.md#host-tools).
+"""The six host tools bound to the calling session (docs/protocol.md#host-tools).
 
 Every tool returns a value: a view, a list of views, a result, or an error value
-``{"code","message"}``. Storage failures, disposal and unexpected exceptions are
-``internal_error``; the host tools never return ``corrupt_schedule_log``.
+``{"code","message"}``. A write refused by full storage is ``storage_full``; other storage
+failures, disposal and unexpected exceptions are ``internal_error``; the host tools never
+return ``corrupt_schedule_log``.
 """
 
 from __future__ import annotations
@@ -15,19 +16,25 @@ import structlog
 from schedlog.absent import ABSENT
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
+from schedlog.host.storage_full import STORAGE_FULL_VALUE, is_storage_full, store_unavailable
 from schedlog.protocols import HOST
 from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST, check_every_seconds
-from schedlog.rules.records import check_prompt, check_title
 from schedlog.rules.text import is_trimmed
+from schedlog.rules.update import KIND_OF_SELECTOR, check_update_text
 from schedlog.tool_args import arguments_value
 
 __all__ = ["INTERNAL_ERROR", "PAUSE_TOOL_NAMES", "TOOL_NAMES", "HostTools", "pause_tool_id"]
 
 INTERNAL_ERROR: Final = {"code": "internal_error", "message": INTERNAL_MESSAGE}
-TOOL_NAMES: Final = ("schedule_create", "schedule_list", "schedule_delete", "schedule_update")
-#: Tools of the catalog (docs/protocol.md#pause) that :class:`HostTools` does not dispatch yet:
-#: they need the service's pause and resume, which come with the stores' paused state.
+#: Pause and resume (docs/protocol.md#pause).
 PAUSE_TOOL_NAMES: Final = ("schedule_pause", "schedule_resume")
+TOOL_NAMES: Final = (
+    "schedule_create",
+    "schedule_list",
+    "schedule_delete",
+    "schedule_update",
+    *PAUSE_TOOL_NAMES,
+)
 _MSG_ID: Final = "{tool} id must be non-empty without surrounding whitespace."
 MSG_DELETE_ID: Final = _MSG_ID.format(tool="schedule_delete")
 MSG_UPDATE_ID: Final = _MSG_ID.format(tool="schedule_update")
@@ -38,15 +45,8 @@ MSG_UPDATE_NOTHING: Final = (
     "schedule_update needs a new title, prompt, or one of at, every_seconds, daily, weekly, "
     "or cron."
 )
-_UPDATE_SELECTORS: Final = ("at", "every_seconds", "daily", "weekly", "cron")
+_UPDATE_SELECTORS: Final = tuple(KIND_OF_SELECTOR)
 _UPDATE_KEYS: Final = frozenset({"id", "title", "prompt", *_UPDATE_SELECTORS})
-_CHANGE_KIND: Final = {
-    "at": "at",
-    "every_seconds": "every",
-    "daily": "daily",
-    "weekly": "weekly",
-    "cron": "cron",
-}
 
 _log = structlog.get_logger("schedlog.host")
 
@@ -67,7 +67,8 @@ def pause_tool_id(name: str, args: object) -> str:
 
 
 class HostTools:
-    """``schedule_create``, ``schedule_list``, ``schedule_delete``, ``schedule_update``."""
+    """``schedule_create``, ``schedule_list``, ``schedule_delete``, ``schedule_update``,
+    ``schedule_pause``, ``schedule_resume``."""
 
     def __init__(self, service: HostService) -> None:
         self.service = service
@@ -88,19 +89,38 @@ class HostTools:
             return exc.to_value()
         except ScheduleError as exc:
             if exc.code == "internal_error":
-                return dict(INTERNAL_ERROR)
+                return self._failure(name, exc, logged=True)
             return exc.to_value()
         except Exception as exc:
-            _log.error(
-                "tool.failed",
+            return self._failure(name, exc)
+
+    def _failure(self, name: str, exc: Exception, *, logged: bool = False) -> dict[str, Any]:
+        """The value of a tool that failed: ``service_unavailable`` when the store did not
+        answer in time, ``storage_full`` when its disk is full, else ``internal_error`` (logged
+        here unless ``logged``: the service already reported it)."""
+        unavailable = store_unavailable(exc)
+        if unavailable is not None:  # docs/reliability.md#slow-postgresql
+            return {"code": "service_unavailable", "message": str(unavailable)}
+        if is_storage_full(exc):
+            _log.warning(
+                "tool.storage_full",
                 tool=name,
                 error=repr(exc),
-                message=f"schedule: tool {name} failed: {exc!r}",
+                message=f"schedule: tool {name} refused, storage full: {exc!r}",
             )
+            return dict(STORAGE_FULL_VALUE)
+        if logged:
             return dict(INTERNAL_ERROR)
+        _log.error(
+            "tool.failed",
+            tool=name,
+            error=repr(exc),
+            message=f"schedule: tool {name} failed: {exc!r}",
+        )
+        return dict(INTERNAL_ERROR)
 
-    def _view(self, record: Any) -> dict[str, Any]:
-        return record.view(self.service.clock.now_ms(), HOST)  # type: ignore[no-any-return]
+    def _view(self, record: Any, *, paused: bool = False) -> dict[str, Any]:
+        return _view(record, self.service.clock.now_ms(), paused=paused)
 
     async def schedule_create(self, session_id: str, args: object) -> Any:
         record = await self.service.create(session_id, args)
@@ -108,7 +128,8 @@ class HostTools:
 
     async def schedule_list(self, session_id: str, args: object) -> Any:
         now = self.service.clock.now_ms()
-        return [r.view(now, HOST) for r in self.service.list_records(session_id)]
+        tasks = self.service.list_tasks(session_id)
+        return [_view(t.record, now, paused=t.paused) for t in tasks]
 
     async def schedule_delete(self, session_id: str, args: object) -> Any:
         task_id = _check_id(args.get("id") if isinstance(args, dict) else None, MSG_DELETE_ID)
@@ -123,10 +144,7 @@ class HostTools:
         task_id = _check_id(args.get("id"), MSG_UPDATE_ID)
         if not selectors and "title" not in args and "prompt" not in args:
             raise ScheduleInputError("invalid_selector", MSG_UPDATE_NOTHING)
-        if "title" in args:
-            check_title(args["title"])
-        if "prompt" in args:
-            check_prompt(args["prompt"])
+        check_update_text(args.get("title", ABSENT), args.get("prompt", ABSENT))
         if "every_seconds" in args:
             check_every_seconds(args["every_seconds"], MIN_EVERY_SECONDS_HOST)
         task = self.service.find(session_id, task_id)
@@ -137,7 +155,7 @@ class HostTools:
         change: object = ABSENT
         if selectors:
             key = selectors[0]
-            change = {"kind": _CHANGE_KIND[key], key: args[key]}
+            change = {"kind": KIND_OF_SELECTOR[key], key: args[key]}
         result = await self.service.update(
             session_id,
             task_id,
@@ -148,5 +166,23 @@ class HostTools:
         )
         if result.record is None:
             return result.to_json(id=task_id)
-        # Step 8: a result that carries a record (updated or not) is returned as its view.
-        return self._view(result.record)
+        # Step 8: a result that carries a record (updated or not) is returned as its view; a
+        # paused task stays paused (docs/protocol.md#pause).
+        after = self.service.find(session_id, task_id)
+        return self._view(result.record, paused=after is not None and after.paused)
+
+    async def schedule_pause(self, session_id: str, args: object) -> Any:
+        task_id = pause_tool_id("schedule_pause", args)
+        return await self.service.pause(session_id, task_id)
+
+    async def schedule_resume(self, session_id: str, args: object) -> Any:
+        task_id = pause_tool_id("schedule_resume", args)
+        return await self.service.pause(session_id, task_id, resume=True)
+
+
+def _view(record: Any, now: int, *, paused: bool) -> dict[str, Any]:
+    """The record's view at ``now``; a paused task's state is ``paused``."""
+    out: dict[str, Any] = record.view(now, HOST)
+    if paused:
+        out["state"] = "paused"
+    return out

@@ -65,7 +65,7 @@ class _Listeners:
 
 
 class HostBackend:
-    """The four host tools of ``service`` (:meth:`HostTools.call`), for every session."""
+    """The six host tools of ``service`` (:meth:`HostTools.call`), for every session."""
 
     protocol = "host"
     tool_names: tuple[str, ...] = HOST_TOOL_NAMES

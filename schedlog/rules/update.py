@@ -36,10 +36,12 @@ from schedlog.rules.records import (
 from schedlog.rules.zones import canonical_zone_name
 
 __all__ = [
+    "KIND_OF_SELECTOR",
     "MSG_CHANGE_KEYS",
     "MSG_CHANGE_SHAPE",
     "MSG_EXPECTED",
     "UpdateResult",
+    "check_update_text",
     "matches_expected",
     "resolve_update",
 ]
@@ -59,6 +61,20 @@ _SELECTOR_KEY: Final[dict[str, str]] = {
     "weekly": "weekly",
     "cron": "cron",
 }
+#: The change kind of each timing selector of the update tool, in the tool's order.
+KIND_OF_SELECTOR: Final[dict[str, ChangeKind]] = {
+    key: cast(ChangeKind, kind) for kind, key in _SELECTOR_KEY.items()
+}
+
+
+def check_update_text(title: object, prompt: object) -> tuple[str | Absent, str | Absent]:
+    """The title, then the prompt of an update, each checked when present and returned
+    trimmed (:data:`ABSENT`, "keep", as it is): ``invalid_prompt`` otherwise. The one check
+    of both: the update tool runs it before it looks the task up (docs/protocol.md#host-tools
+    step 4), :func:`resolve_update` after the compare-and-set."""
+    new_title = title if isinstance(title, Absent) else check_title(title)
+    new_prompt = prompt if isinstance(prompt, Absent) else check_host_prompt(prompt)
+    return new_title, new_prompt
 
 
 class UpdateResult(NamedTuple):
@@ -192,8 +208,9 @@ def resolve_update(
     if not matches_expected(current, expected):
         return UpdateResult(updated=False, record=None, code="schedule_conflict")
 
-    new_title = current.title if isinstance(title, Absent) else check_title(title)
-    new_prompt = current.prompt if isinstance(prompt, Absent) else check_host_prompt(prompt)
+    checked_title, checked_prompt = check_update_text(title, prompt)
+    new_title = current.title if isinstance(checked_title, Absent) else checked_title
+    new_prompt = current.prompt if isinstance(checked_prompt, Absent) else checked_prompt
     rebuilt: Record | None = None
     if isinstance(change, Absent):
         _check_now(now)

@@ -22,18 +22,18 @@ from starlette.routing import BaseRoute, Match, Route
 
 from schedlog.errors import INTERNAL_MESSAGE, ScheduleError, ScheduleInputError
 from schedlog.host.service import HostService
+from schedlog.host.storage_full import store_unavailable
 from schedlog.host.tools import HostTools
 from schedlog.mcp.http import MCP_PATH, McpMount
 from schedlog.serve import routes
 from schedlog.serve.auth import Guard
-from schedlog.serve.catalog_index import index_for
 from schedlog.serve.errors import HttpError, error_response, json_response
 from schedlog.serve.headers import HostCheck, NoStore
 from schedlog.serve.openapi import openapi
 from schedlog.serve.preview import preview
-from schedlog.serve.routes import RetryLookup, ServeState
 from schedlog.serve.signin import SigninCodes, signin_routes
 from schedlog.serve.sse import EventHub
+from schedlog.serve.state import RetryLookup, ServeState, serve_state
 from schedlog.serve.web import web_routes
 
 __all__ = ["Host", "build_app"]
@@ -58,6 +58,8 @@ def _routes(signin: list[Route]) -> list[BaseRoute]:
         Route("/v1/tasks", routes.catalog, methods=["GET"]),
         Route(s + "/tasks", routes.session_tasks, methods=["GET"]),
         Route(s + "/tasks/{id}/history", routes.history, methods=["GET"]),
+        Route(s + "/tasks/{id}/pause", routes.pause_task, methods=["POST"]),
+        Route(s + "/tasks/{id}/resume", routes.pause_task, methods=["POST"]),
         Route(s + "/tasks/{id}", routes.get_task, methods=["GET"]),
         Route(s + "/tasks/{id}", routes.update_task, methods=["PUT"]),
         Route(s + "/tasks/{id}", routes.delete_task, methods=["DELETE"]),
@@ -110,8 +112,7 @@ async def _schedule_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ScheduleError)
     if isinstance(exc, ScheduleInputError):
         return error_response(HttpError(exc.code, exc.message))
-    state: ServeState = request.app.state.serve
-    if state.service is None or not state.service.running:
+    if not serve_state(request).ready or store_unavailable(exc):
         return error_response(HttpError("service_unavailable", exc.message, 503))
     _log.error(
         "request.failed",
@@ -124,6 +125,9 @@ async def _schedule_error(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
+    unavailable = store_unavailable(exc)
+    if unavailable is not None:
+        return error_response(HttpError("service_unavailable", str(unavailable), 503))
     _log.error(
         "request.failed",
         path=request.url.path,
@@ -154,7 +158,7 @@ def build_app(
         state.service = host.service
         state.tools = HostTools(host.service)
         state.hub = EventHub(host.service, epoch, max_clients=max_event_clients)
-        state.catalog = index_for(host.service.core.store, host.service)
+        host.service.open_catalog()
         if host.retry_state is not None:
             state.retry_state = host.retry_state
         try:
@@ -162,8 +166,6 @@ def build_app(
                 yield
         finally:
             state.hub.close()
-            if state.catalog is not None:
-                state.catalog.close()
             await host.service.aclose()
             if host.close is not None:
                 await host.close()

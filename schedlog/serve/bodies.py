@@ -9,7 +9,7 @@ convert every response into the type named here, so a drift between a handler an
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -17,7 +17,6 @@ from msgspec import UNSET, Meta, UnsetType
 from schedlog.tool_schemas import Instant, Prompt, RecordId
 
 __all__ = [
-    "MAX_PAGE",
     "CatalogEntry",
     "CatalogPage",
     "ChangeEvent",
@@ -29,6 +28,7 @@ __all__ = [
     "Health",
     "HistoryEntry",
     "HistoryPage",
+    "PauseBody",
     "ReceiptBody",
     "RecordBody",
     "RetryState",
@@ -36,9 +36,6 @@ __all__ = [
     "UpdateBody",
     "UpdateConflict",
 ]
-
-#: The largest catalog page.
-MAX_PAGE: Final = 500
 
 Kind = Literal["after", "at", "every", "daily", "weekly", "cron"]
 Weekday = Annotated[int, Meta(ge=1, le=7)]
@@ -94,11 +91,12 @@ class CatalogEntry(RecordBody, kw_only=True):
     (HTTP API only) ``description``, the rule in words (docs/rules.md#descriptions).
 
     ``status`` is ``retrying`` (HTTP API only) for an active task whose delivery is being
-    retried; ``retry`` then says how often it failed and when the next attempt is.
+    retried; ``retry`` then says how often it failed and when the next attempt is. A paused
+    task (docs/protocol.md#pause) is ``paused``.
     """
 
     session_id: str
-    status: Literal["active", "inactive", "retrying"]
+    status: Literal["active", "inactive", "retrying", "paused"]
     description: str
     last_delivery: ReceiptBody | UnsetType = UNSET
     retry: RetryState | UnsetType = UNSET
@@ -139,6 +137,13 @@ class UpdateBody(msgspec.Struct, forbid_unknown_fields=True):
     change: dict[str, Any] | UnsetType = UNSET
     title: str | UnsetType = UNSET
     prompt: str | UnsetType = UNSET
+
+
+class PauseBody(msgspec.Struct, forbid_unknown_fields=True):
+    """``POST /v1/sessions/{sessionId}/tasks/{id}/pause`` and ``.../resume`` (the body may be
+    left out): ``expected`` is the record the caller last saw, for a compare-and-set."""
+
+    expected: dict[str, Any] | UnsetType = UNSET
 
 
 class UpdateApplied(msgspec.Struct, forbid_unknown_fields=True):
@@ -193,4 +198,4 @@ class ChangeEvent(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
 
     id: str
     session_id: str
-    kind: Literal["created", "updated", "deleted", "delivered", "retrying"]
+    kind: Literal["created", "updated", "deleted", "delivered", "retrying", "paused", "resumed"]

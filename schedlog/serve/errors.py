@@ -32,6 +32,7 @@ _STATUS: Final[Mapping[str, int]] = {
     "not_found": 404,
     "method_not_allowed": 405,
     "schedule_conflict": 409,
+    "pause_unsupported": 409,
     "schedule_ended": 410,
     "payload_too_large": 413,
     "unsupported_media_type": 415,
@@ -39,6 +40,7 @@ _STATUS: Final[Mapping[str, int]] = {
     "internal_error": 500,
     "service_unavailable": 503,
     "too_many_clients": 503,
+    "storage_full": 507,
 }
 
 

@@ -12,18 +12,24 @@ from typing import Any, Final
 import msgspec
 
 from schedlog.about import docs_url, package_version
+from schedlog.host.catalog import CATALOG_STATUSES, DEFAULT_CATALOG_PAGE, MAX_CATALOG_PAGE
+from schedlog.host.explain import MAX_EXPLAIN
 from schedlog.host.tool_schemas import (
     RESULT_TYPES,
     TOOLS,
     DeleteResult,
     ErrorValue,
+    PauseNotApplied,
+    PauseResult,
+    ResumeEnded,
+    ResumeNotApplied,
+    ResumeResult,
     UpdateNotApplied,
 )
 from schedlog.host.tools import TOOL_NAMES
 from schedlog.serve import bodies
-from schedlog.serve.bodies import MAX_PAGE
 from schedlog.serve.preview import PreviewBody, PreviewResult
-from schedlog.serve.routes import MAX_EXPLAIN, STATUSES
+from schedlog.serve.signin import CODE_TTL_S, SigninCode, SigninExchange, SigninToken
 
 __all__ = ["REF", "openapi"]
 
@@ -53,10 +59,11 @@ def _errors(*statuses: str) -> dict[str, Any]:
         "413": "The body is longer than 1 MiB: payload_too_large.",
         "415": "The body is not application/json.",
         "421": "The Host header is not allowed: misdirected_request.",
+        "401-signin": "The code is unknown, expired or already used: signin_code_refused.",
         "422": "A rule input error (invalid_rule, not_future, invalid_time_zone, ...).",
         "503": "The service is starting or stopping, or too many event streams.",
     }
-    return {s: _json(text[s], _ref(bodies.ErrorBody)) for s in statuses}
+    return {s.split("-")[0]: _json(text[s], _ref(bodies.ErrorBody)) for s in statuses}
 
 
 _COMMON: Final = ("400", "401", "421", "503")
@@ -125,18 +132,21 @@ def _tool_paths() -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for name, (description, params) in _served_tools():
         values = [t for t in RESULT_TYPES[name] if t is not ErrorValue]
-        refused = [t for t in values if t in (UpdateNotApplied, DeleteResult)]
-        success = [t for t in values if t is not UpdateNotApplied]
+        refused = [t for t in values if t in _REFUSED]
+        success = [t for t in values if t not in _NOT_APPLIED]
         responses: dict[str, Any] = {
             "200": _json("The tool value.", _one_of(success)),
             "422": _json("An input error value.", _ref(ErrorValue)),
             "500": _json("internal_error.", _ref(ErrorValue)),
+            "507": _json(
+                "storage_full: the store's disk is full, nothing was stored.", _ref(ErrorValue)
+            ),
             "503": _json(
                 "The service is stopping.", {"oneOf": [_ref(ErrorValue), _ref(bodies.ErrorBody)]}
             ),
         }
         if refused:
-            for status in ("404", "409", "410") if name == "schedule_update" else ("404",):
+            for status in _REFUSED_STATUSES.get(name, ("404",)):
                 responses[status] = _json("The tool value: not applied.", _one_of(refused))
         operation = _op(name, responses, parameters=[_SESSION], body=_ref(params))
         operation["description"] = description
@@ -144,9 +154,18 @@ def _tool_paths() -> dict[str, Any]:
     return paths
 
 
+#: Tool values that apply nothing, and those carried by a refusal status.
+_NOT_APPLIED: Final = (UpdateNotApplied, PauseNotApplied, ResumeNotApplied)
+_REFUSED: Final = (*_NOT_APPLIED, DeleteResult)
+_REFUSED_STATUSES: Final = {
+    "schedule_update": ("404", "409", "410"),
+    "schedule_pause": ("404", "409", "410"),
+    "schedule_resume": ("404", "410"),
+}
+
+
 def _served_tools() -> list[tuple[str, tuple[str, Any]]]:
-    """The catalog entries of the tools the host dispatches: a tool in the catalog that the
-    host does not answer yet (schedule_pause, schedule_resume) gets no route here."""
+    """The catalog entries of the tools the host dispatches (every tool of the catalog)."""
     return [(name, entry) for name, entry in TOOLS.items() if name in TOOL_NAMES]
 
 
@@ -168,6 +187,7 @@ _BODY_TYPES: Final = (
     bodies.RecordBody,
     bodies.HistoryPage,
     bodies.UpdateBody,
+    bodies.PauseBody,
     bodies.UpdateApplied,
     bodies.UpdateConflict,
     bodies.DeleteOk,
@@ -177,25 +197,84 @@ _BODY_TYPES: Final = (
     bodies.CatalogEntry,
     PreviewBody,
     PreviewResult,
+    SigninExchange,
+    SigninToken,
+    SigninCode,
 )
+
+
+def _pause_paths() -> dict[str, Any]:
+    """``POST .../pause`` and ``.../resume`` (docs/protocol.md#pause)."""
+    conflict = _json("The task changed since expected was read.", _ref(bodies.UpdateConflict))
+    pause = _op(
+        "pause",
+        {"200": _json("The pause result.", _ref(PauseResult)), "409": conflict},
+        parameters=[_SESSION, _ID],
+        body=_ref(bodies.PauseBody),
+        errors=(*_COMMON, "404", "409", "410", "422"),
+    )
+    pause["requestBody"]["required"] = False
+    resume = _op(
+        "resume",
+        {
+            "200": _json("The resume result.", _one_of([ResumeResult, ResumeEnded])),
+            "409": conflict,
+        },
+        parameters=[_SESSION, _ID],
+        body=_ref(bodies.PauseBody),
+        errors=(*_COMMON, "404", "409", "410", "422"),
+    )
+    resume["requestBody"]["required"] = False
+    base = "/v1/sessions/{sessionId}/tasks/{id}"
+    return {f"{base}/pause": {"post": pause}, f"{base}/resume": {"post": resume}}
+
+
+def _signin_paths() -> dict[str, Any]:
+    """The page's one-time sign-in (docs/http-api.md#sign-in): the exchange is open (the code is
+    the credential), issuing a fresh code needs the token."""
+    return {
+        "/v1/signin": {
+            "post": _op(
+                "signin",
+                {"200": _json("The code was live: the bearer token.", _ref(SigninToken))},
+                body=_ref(SigninExchange),
+                secured=False,
+                errors=("400", "401-signin", "421", "503"),
+            )
+        },
+        "/v1/signin/codes": {
+            "post": _op(
+                "signin_code",
+                {
+                    "200": _json(
+                        f"A fresh one-time code, alive {int(CODE_TTL_S)} seconds.",
+                        _ref(SigninCode),
+                    )
+                },
+            )
+        },
+    }
 
 
 @cache
 def openapi() -> dict[str, Any]:
     """The OpenAPI 3.1 document (built once; treat it as read-only)."""
     _, components = msgspec.json.schema_components((*_BODY_TYPES, *_tool_types()), ref_template=REF)
-    limit = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}
+    limit = {"type": "integer", "minimum": 1, "maximum": MAX_CATALOG_PAGE}
+    per_page = f"Entries per page, 1-{MAX_CATALOG_PAGE} (default {DEFAULT_CATALOG_PAGE})."
+    statuses = {"enum": list(CATALOG_STATUSES)}
     paths: dict[str, Any] = {
         **_tool_paths(),
+        **_signin_paths(),
         "/v1/tasks": {
             "get": _op(
                 "catalog",
                 {"200": _json("One catalog page.", _ref(bodies.CatalogPage))},
                 parameters=[
-                    _query("limit", limit, f"Entries per page, 1-{MAX_PAGE} (default 100)."),
+                    _query("limit", limit, per_page),
                     _query("cursor", {"type": "string"}, "nextCursor of the previous page."),
                     _query("sessionId", {"type": "string"}, "Only this session's tasks."),
-                    _query("status", {"enum": list(STATUSES)}, "Only tasks with this status."),
+                    _query("status", statuses, "Only tasks with this status."),
                     _query("title", {"type": "string"}, "Title substring (case-insensitive)."),
                     _query("order", {"enum": ["asc", "desc"]}, "By next target (default asc)."),
                 ],
@@ -256,6 +335,7 @@ def openapi() -> dict[str, Any]:
                 errors=(*_COMMON, "404"),
             ),
         },
+        **_pause_paths(),
         "/v1/tasks/{id}/explain": {
             "get": _op(
                 "explain",

@@ -12,7 +12,7 @@ checking each keystroke then logs no failed requests). A body that is not such a
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -20,16 +20,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from schedlog.errors import ScheduleInputError
+from schedlog.host.explain import MAX_EXPLAIN
 from schedlog.host.tool_schemas import CronSelector, DailySelector, WeeklySelector
-from schedlog.rules.describe import describe_rule
-from schedlog.rules.instants import format_instant
-from schedlog.rules.records import build_host_record
-from schedlog.rules.upcoming import upcoming_json
-from schedlog.serve.auth import read_body
 from schedlog.serve.bodies import ExplainTarget, RecordBody
 from schedlog.serve.errors import HttpError, json_response
-from schedlog.serve.routes import MAX_EXPLAIN, ServeState
-from schedlog.strictjson import JSONSyntaxError, loads_strict
+from schedlog.serve.parse import object_body
+from schedlog.serve.state import ready_service
 from schedlog.tool_schemas import AtString, Instant, LocalAt
 
 __all__ = ["PREVIEW_SELECTORS", "PreviewBody", "PreviewResult", "preview"]
@@ -59,28 +55,12 @@ class PreviewResult(msgspec.Struct, forbid_unknown_fields=True):
     upcoming: list[ExplainTarget]
 
 
-async def _object_body(request: Request) -> dict[str, Any]:
-    content_type = request.headers.get("content-type", "application/json")
-    if content_type.split(";")[0].strip().lower() != "application/json":
-        raise HttpError("unsupported_media_type", "the body must be application/json", 415)
-    try:
-        value = loads_strict(await read_body(request))
-    except JSONSyntaxError as exc:
-        raise HttpError("invalid_request", f"the body is not strict JSON: {exc.message}") from None
-    if not isinstance(value, dict):
-        raise HttpError("invalid_request", "the body must be a JSON object")
-    return value
-
-
 async def preview(request: Request) -> Response:
     """``POST /v1/rules/preview``: see the module docstring."""
-    state: ServeState = request.app.state.serve
-    service = state.service
-    if service is None or not service.running:
-        raise HttpError("service_unavailable", "the schedule service is starting or stopping")
+    service = ready_service(request)
     if request.query_params:
         raise HttpError("invalid_request", "this route takes no query parameters")
-    body = await _object_body(request)
+    body = await object_body(request)
     count = body.pop("count", 5)
     if type(count) is not int or not 1 <= count <= MAX_EXPLAIN:
         raise HttpError("invalid_request", f"count must be an integer from 1 to {MAX_EXPLAIN}")
@@ -89,18 +69,7 @@ async def preview(request: Request) -> Response:
             "invalid_request",
             f"the body must hold exactly one of {', '.join(PREVIEW_SELECTORS)} (and count)",
         )
-    now = service.clock.now_ms()
     try:
-        record = build_host_record(
-            {"prompt": "preview", "title": "preview", **body}, id="schedule-preview", now=now
-        )
+        return json_response(service.preview(body, count))
     except ScheduleInputError as exc:
         return json_response({"error": {"code": exc.code, "message": exc.message}})
-    return json_response(
-        {
-            "record": record.to_json(),
-            "description": describe_rule(record),
-            "at": format_instant(now),
-            "upcoming": upcoming_json(record, now, count),
-        }
-    )

@@ -7,11 +7,10 @@ code; every other route answers its result, or ``{"error":{"code","message"}}``.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 from starlette.requests import Request
@@ -19,24 +18,27 @@ from starlette.responses import Response, StreamingResponse
 
 from schedlog.absent import ABSENT
 from schedlog.errors import ScheduleInputError
-from schedlog.host.history import MAX_PAGE as MAX_HISTORY_PAGE
+from schedlog.host.catalog import (
+    CATALOG_STATUSES,
+    DEFAULT_CATALOG_PAGE,
+    MAX_CATALOG_PAGE,
+    CatalogQuery,
+)
+from schedlog.host.explain import MAX_EXPLAIN
+from schedlog.host.history import MAX_HISTORY_PAGE
 from schedlog.host.service import HostService
 from schedlog.host.task import Task, catalog_entry
-from schedlog.host.tools import INTERNAL_ERROR, TOOL_NAMES, HostTools
+from schedlog.host.tools import INTERNAL_ERROR, TOOL_NAMES
 from schedlog.rules.describe import describe_rule
-from schedlog.rules.instants import format_instant
-from schedlog.rules.upcoming import upcoming_json
 from schedlog.serve.auth import read_body
-from schedlog.serve.bodies import MAX_PAGE, Health, RetryState, UpdateBody
-from schedlog.serve.catalog_index import CatalogIndex, CatalogQuery, scan_page
+from schedlog.serve.bodies import Health, PauseBody, RetryState, UpdateBody
 from schedlog.serve.errors import HttpError, json_response, status_of_code
-from schedlog.serve.sse import EventHub, TooManyClients
+from schedlog.serve.parse import int_param, object_body, query_params
+from schedlog.serve.sse import TooManyClients
+from schedlog.serve.state import ready_service, serve_state
 from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
-    "MAX_EXPLAIN",
-    "RetryLookup",
-    "ServeState",
     "catalog",
     "delete_task",
     "events",
@@ -44,92 +46,20 @@ __all__ = [
     "get_task",
     "healthz",
     "history",
+    "pause_task",
     "readyz",
     "session_tasks",
     "tool",
     "update_task",
 ]
 
-MAX_EXPLAIN: Final = 100
-DEFAULT_PAGE: Final = 100
-STATUSES: Final = ("active", "inactive", "retrying")
-
-#: ``task id -> retry state`` of the delivery sink (webhook delivery), None when not retrying.
-RetryLookup = Callable[[str], RetryState | None]
-
-
-@dataclass
-class ServeState:
-    """What the handlers share: set by the application's lifespan."""
-
-    service: HostService | None = None
-    tools: HostTools | None = None
-    hub: EventHub | None = None
-    catalog: CatalogIndex | None = None
-    retry_state: RetryLookup = field(default=lambda _id: None)
-
-
-def _state(request: Request) -> ServeState:
-    state: ServeState = request.app.state.serve
-    return state
-
-
-def _service(request: Request) -> HostService:
-    state = _state(request)
-    if state.service is None or not state.service.running:
-        raise HttpError("service_unavailable", "the schedule service is starting or stopping")
-    return state.service
-
-
-# --- request parsing ---------------------------------------------------------------------
-
-
-def _query(request: Request, allowed: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name, value in request.query_params.multi_items():
-        if name not in allowed:
-            raise HttpError("invalid_request", f"unknown query parameter {name!r}")
-        if name in out:
-            raise HttpError("invalid_request", f"query parameter {name!r} is repeated")
-        out[name] = value
-    return out
-
-
-def _int_param(query: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    text = query.get(name)
-    if text is None:
-        return default
-    if not text.isascii() or not text.isdigit() or not low <= int(text) <= high:
-        raise HttpError(
-            "invalid_request", f"query parameter {name} must be an integer from {low} to {high}"
-        )
-    return int(text)
-
-
-async def _json_body(request: Request) -> Any:
-    content_type = request.headers.get("content-type", "application/json")
-    if content_type.split(";")[0].strip().lower() != "application/json":
-        raise HttpError("unsupported_media_type", "the body must be application/json", 415)
-    raw = await read_body(request)
-    try:
-        return loads_strict(raw)
-    except JSONSyntaxError as exc:
-        raise HttpError("invalid_request", f"the body is not strict JSON: {exc.message}") from None
-
-
-async def _object_body(request: Request) -> dict[str, Any]:
-    value = await _json_body(request)
-    if not isinstance(value, dict):
-        raise HttpError("invalid_request", "the body must be a JSON object")
-    return value
-
 
 # --- tools ---------------------------------------------------------------------------------
 
 
 def _tool_status(value: Any, service: HostService) -> int:
-    if not isinstance(value, dict) or "code" not in value:
-        return 200
+    if not isinstance(value, dict) or "code" not in value or value.get("changed") is True:
+        return 200  # a resume that ended the task did change it (docs/protocol.md#pause)
     code = str(value["code"])
     if code == "internal_error" and not service.running:
         return 503
@@ -138,15 +68,15 @@ def _tool_status(value: Any, service: HostService) -> int:
 
 async def tool(request: Request) -> Response:
     """``POST /v1/sessions/{sessionId}/tools/{tool}``: the body is the tool arguments."""
-    service = _service(request)
+    service = ready_service(request)
     name = request.path_params["tool"]
     session_id: str = request.path_params["sessionId"]
     if name not in TOOL_NAMES:
         known = ", ".join(TOOL_NAMES)
         raise HttpError("not_found", f"unknown tool {name!r}; the tools are {known}")
-    _query(request, ())
-    args = await _object_body(request)
-    tools = _state(request).tools
+    query_params(request, ())
+    args = await object_body(request)
+    tools = serve_state(request).tools
     assert tools is not None
     value = await tools.call(name, session_id, args)
     if value == INTERNAL_ERROR and not service.running:
@@ -175,7 +105,7 @@ def _decode_cursor(text: str) -> tuple[int, str]:
 def _entry(task: Task, retry: RetryState | None) -> dict[str, Any]:
     out = catalog_entry(task)
     out["description"] = describe_rule(task.record)
-    if retry is not None and task.active:
+    if retry is not None and task.active and not task.paused:
         out["status"] = "retrying"
         out["retry"] = msgspec.to_builtins(retry)
     return out
@@ -184,32 +114,31 @@ def _entry(task: Task, retry: RetryState | None) -> dict[str, Any]:
 async def catalog(request: Request) -> Response:
     """``GET /v1/tasks?limit&cursor&sessionId&status&title``: every task, paged, by
     ``scheduledAt`` then ``id``."""
-    service = _service(request)
-    query = _query(request, ("limit", "cursor", "sessionId", "status", "title", "order"))
+    service = ready_service(request)
+    query = query_params(request, ("limit", "cursor", "sessionId", "status", "title", "order"))
     order = query.get("order", "asc")
     if order not in ("asc", "desc"):
         raise HttpError("invalid_request", "query parameter order must be asc or desc")
     descending = order == "desc"
-    limit = _int_param(query, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
+    limit = int_param(query, "limit", DEFAULT_CATALOG_PAGE, 1, MAX_CATALOG_PAGE)
     after = _decode_cursor(query["cursor"]) if "cursor" in query else None
     session_id = query.get("sessionId")
     status = query.get("status")
-    if status is not None and status not in STATUSES:
-        raise HttpError("invalid_request", f"query parameter status must be one of {STATUSES}")
+    if status is not None and status not in CATALOG_STATUSES:
+        message = f"query parameter status must be one of {CATALOG_STATUSES}"
+        raise HttpError("invalid_request", message)
     title = query["title"].casefold() if "title" in query else None
-    state = _state(request)
-    retry_state = state.retry_state
+    retry_state = serve_state(request).retry_state
 
     def status_of(task: Task) -> str:
+        if task.paused:
+            return "paused"
         if task.active and retry_state(task.id) is not None:
             return "retrying"
         return task.effective_status
 
     wanted = CatalogQuery(limit, after, descending, session_id, status, title)
-    if state.catalog is not None:
-        page = state.catalog.page(wanted, status_of)
-    else:  # the reference: a store other processes may write (catalog_index.index_for)
-        page = scan_page((st.task for st in service.core.store.tasks()), wanted, status_of)
+    page = service.catalog_page(wanted, status_of)
     next_cursor = _encode_cursor(page.tasks[-1]) if page.more else None
     items = [_entry(t, retry_state(t.id) if t.active else None) for t in page.tasks]
     return json_response({"items": items, "nextCursor": next_cursor})
@@ -224,8 +153,8 @@ def _not_found(task_id: str) -> HttpError:
 
 async def session_tasks(request: Request) -> Response:
     """``GET /v1/sessions/{sessionId}/tasks``: the remote ``list`` (active records)."""
-    service = _service(request)
-    _query(request, ())
+    service = ready_service(request)
+    query_params(request, ())
     session_id: str = request.path_params["sessionId"]
     return json_response([r.to_json() for r in service.list_records(session_id)])
 
@@ -233,20 +162,20 @@ async def session_tasks(request: Request) -> Response:
 async def get_task(request: Request) -> Response:
     """``GET /v1/sessions/{sessionId}/tasks/{id}``: one task's catalog entry (the web page's
     detail view), active or ended."""
-    service = _service(request)
-    _query(request, ())
+    service = ready_service(request)
+    query_params(request, ())
     task_id: str = request.path_params["id"]
     task = service.find(request.path_params["sessionId"], task_id)
     if task is None:
         raise _not_found(task_id)
-    return json_response(_entry(task, _state(request).retry_state(task.id)))
+    return json_response(_entry(task, serve_state(request).retry_state(task.id)))
 
 
 async def history(request: Request) -> Response:
     """``GET /v1/sessions/{sessionId}/tasks/{id}/history?limit&before``."""
-    service = _service(request)
-    query = _query(request, ("limit", "before"))
-    limit = _int_param(query, "limit", 20, 1, MAX_HISTORY_PAGE)
+    service = ready_service(request)
+    query = query_params(request, ("limit", "before"))
+    limit = int_param(query, "limit", 20, 1, MAX_HISTORY_PAGE)
     session_id: str = request.path_params["sessionId"]
     task_id: str = request.path_params["id"]
     before: object = query.get("before", ABSENT)
@@ -263,11 +192,11 @@ async def history(request: Request) -> Response:
 async def update_task(request: Request) -> Response:
     """``PUT /v1/sessions/{sessionId}/tasks/{id}``: compare-and-set update (409 on conflict,
     with the current record)."""
-    service = _service(request)
-    _query(request, ())
+    service = ready_service(request)
+    query_params(request, ())
     session_id: str = request.path_params["sessionId"]
     task_id: str = request.path_params["id"]
-    raw = await _object_body(request)
+    raw = await object_body(request)
     try:
         body = msgspec.convert(raw, UpdateBody, strict=True)
     except msgspec.ValidationError as exc:
@@ -285,28 +214,81 @@ async def update_task(request: Request) -> Response:
     if result.code == "schedule_ended":
         raise HttpError("schedule_ended", f"task {task_id!r} has ended; it cannot be updated")
     if result.code == "schedule_conflict":
-        current = service.find(session_id, task_id)
-        if current is None:  # deleted since: the conflict is now a missing task
-            raise _not_found(task_id)
-        return json_response(
-            {
-                "error": {
-                    "code": "schedule_conflict",
-                    "message": f"task {task_id!r} changed since expected was read",
-                },
-                "current": current.record.to_json(),
-            },
-            409,
-        )
+        return _conflict(service, session_id, task_id)
     if result.code is not None:  # pragma: no cover - resolve_update has no other codes
         raise HttpError(result.code, f"task {task_id!r} was not updated")
     return json_response(result.to_json(id=task_id))
 
 
+def _conflict(service: HostService, session_id: str, task_id: str) -> Response:
+    """409 ``schedule_conflict`` with the current record (as PUT answers it)."""
+    current = service.find(session_id, task_id)
+    if current is None:  # deleted since: the conflict is now a missing task
+        raise _not_found(task_id)
+    return json_response(
+        {
+            "error": {
+                "code": "schedule_conflict",
+                "message": f"task {task_id!r} changed since expected was read",
+            },
+            "current": current.record.to_json(),
+        },
+        409,
+    )
+
+
+async def _pause_body(request: Request) -> object:
+    """The optional ``expected`` of a pause or resume; an empty body is ``{}``."""
+    raw = await read_body(request)
+    if not raw:
+        return ABSENT
+    try:
+        value = loads_strict(raw)
+    except JSONSyntaxError as exc:
+        raise HttpError("invalid_request", f"the body is not strict JSON: {exc.message}") from None
+    try:
+        body = msgspec.convert(value, PauseBody, strict=True)
+    except msgspec.ValidationError as exc:
+        raise HttpError("invalid_request", f"the body is not a pause or resume: {exc}") from None
+    return ABSENT if body.expected is msgspec.UNSET else body.expected
+
+
+async def pause_task(request: Request) -> Response:
+    """``POST /v1/sessions/{sessionId}/tasks/{id}/pause`` and ``.../resume``
+    (docs/protocol.md#pause): an optional ``{"expected"}`` body for compare-and-set."""
+    service = ready_service(request)
+    query_params(request, ())
+    session_id: str = request.path_params["sessionId"]
+    task_id: str = request.path_params["id"]
+    resume = request.url.path.endswith("/resume")
+    content_type = request.headers.get("content-type", "application/json")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise HttpError("unsupported_media_type", "the body must be application/json", 415)
+    expected = await _pause_body(request)
+    try:
+        result = await service.pause(session_id, task_id, expected, resume=resume)
+    except ScheduleInputError as exc:
+        raise input_error(exc) from None
+    code = result.get("code")
+    if code == "schedule_not_found":
+        raise _not_found(task_id)
+    if code == "schedule_conflict":
+        return _conflict(service, session_id, task_id)
+    if code == "schedule_ended" and not result.get("changed"):
+        what = "resumed" if resume else "paused"
+        raise HttpError("schedule_ended", f"task {task_id!r} has ended; it cannot be {what}")
+    if code == "pause_unsupported":
+        raise HttpError(
+            "pause_unsupported",
+            "this host's store (the schedule.json document) cannot hold a paused task",
+        )
+    return json_response(result)
+
+
 async def delete_task(request: Request) -> Response:
     """``DELETE /v1/sessions/{sessionId}/tasks/{id}``."""
-    service = _service(request)
-    _query(request, ())
+    service = ready_service(request)
+    query_params(request, ())
     session_id: str = request.path_params["sessionId"]
     task_id: str = request.path_params["id"]
     result = await service.delete(session_id, task_id)
@@ -320,25 +302,14 @@ async def delete_task(request: Request) -> Response:
 
 async def explain(request: Request) -> Response:
     """``GET /v1/tasks/{id}/explain?count=N``: the next targets, as ``rules next`` prints."""
-    service = _service(request)
-    query = _query(request, ("count",))
-    count = _int_param(query, "count", 5, 1, MAX_EXPLAIN)
+    service = ready_service(request)
+    query = query_params(request, ("count",))
+    count = int_param(query, "count", 5, 1, MAX_EXPLAIN)
     task_id: str = request.path_params["id"]
-    st = service.core.store.get(task_id)
-    if st is None:
+    found = service.explain(task_id, count)
+    if found is None:
         raise HttpError("schedule_not_found", f"no task {task_id!r}")
-    record = st.task.record
-    at = service.clock.now_ms()
-    upcoming = upcoming_json(record, at, count) if st.task.active else []
-    return json_response(
-        {
-            "id": task_id,
-            "sessionId": st.task.session_id,
-            "record": record.to_json(),
-            "at": format_instant(at),
-            "upcoming": upcoming,
-        }
-    )
+    return json_response(found)
 
 
 # --- events and health ---------------------------------------------------------------------
@@ -346,9 +317,9 @@ async def explain(request: Request) -> Response:
 
 async def events(request: Request) -> Response:
     """``GET /v1/events``: Server-Sent Events; resume with ``Last-Event-ID``."""
-    _service(request)
-    query = _query(request, ("lastEventId",))
-    hub = _state(request).hub
+    ready_service(request)
+    query = query_params(request, ("lastEventId",))
+    hub = serve_state(request).hub
     assert hub is not None
     last = request.headers.get("last-event-id", query.get("lastEventId"))
     try:
@@ -366,14 +337,20 @@ async def events(request: Request) -> Response:
 
 async def healthz(request: Request) -> Response:
     """``GET /healthz``: the process answers."""
-    _query(request, ())
+    query_params(request, ())
     return json_response(Health("ok"))
 
 
 async def readyz(request: Request) -> Response:
-    """``GET /readyz``: the store is open and the delivery timer runs (503 otherwise)."""
-    _query(request, ())
-    _service(request)
+    """``GET /readyz``: the store is open and answers, and the delivery timer runs (503
+    otherwise). A store with a server is pinged off the event loop, within its bound
+    (docs/reliability.md#slow-postgresql)."""
+    query_params(request, ())
+    service = ready_service(request)
+    try:
+        await asyncio.to_thread(service.ping_store)
+    except Exception as exc:
+        raise HttpError("service_unavailable", f"the store does not answer: {exc}") from None
     return json_response(Health("ready"))
 
 

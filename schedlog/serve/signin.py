@@ -24,7 +24,15 @@ from starlette.routing import Route
 from schedlog.serve.auth import read_body
 from schedlog.serve.errors import HttpError, json_response
 
-__all__ = ["CODE_TTL_S", "MAX_CODES", "SigninCodes", "signin_routes"]
+__all__ = [
+    "CODE_TTL_S",
+    "MAX_CODES",
+    "SigninCode",
+    "SigninCodes",
+    "SigninExchange",
+    "SigninToken",
+    "signin_routes",
+]
 
 CODE_TTL_S: Final = 60.0
 #: Codes alive at once; issuing one more forgets the oldest.
@@ -62,15 +70,21 @@ class SigninCodes:
             del self._codes[code]
 
 
-class _Exchange(msgspec.Struct, forbid_unknown_fields=True):
+class SigninExchange(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of ``POST /v1/signin``: the one-time code from the URL fragment."""
+
     code: str
 
 
-class _Token(msgspec.Struct):
+class SigninToken(msgspec.Struct):
+    """The answer of ``POST /v1/signin``: the bearer token of every other ``/v1`` route."""
+
     token: str
 
 
-class _Code(msgspec.Struct, rename="camel"):
+class SigninCode(msgspec.Struct, rename="camel"):
+    """The answer of ``POST /v1/signin/codes``: a fresh code and its lifetime in seconds."""
+
     code: str
     expires_in_seconds: int
 
@@ -85,17 +99,17 @@ def signin_routes(codes: SigninCodes, token: str) -> list[Route]:
 
     async def exchange(request: Request) -> Response:
         try:
-            body = msgspec.json.decode(await read_body(request), type=_Exchange)
+            body = msgspec.json.decode(await read_body(request), type=SigninExchange)
         except msgspec.ValidationError as exc:
             raise HttpError("invalid_request", f"the sign-in body: {exc}", 400) from None
         except msgspec.DecodeError:
             raise HttpError("invalid_request", "the sign-in body must be JSON", 400) from None
         if not codes.redeem(body.code):
             raise _REFUSED
-        return json_response(_Token(token))
+        return json_response(SigninToken(token))
 
     async def issue(request: Request) -> Response:
-        return json_response(_Code(codes.issue(), int(CODE_TTL_S)))
+        return json_response(SigninCode(codes.issue(), int(CODE_TTL_S)))
 
     return [
         Route("/v1/signin", exchange, methods=["POST"]),

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Final
 
 from schedlog.host.changes import ChangeSource, TaskChange
-from schedlog.host.core import CHANGED
+from schedlog.host.service import CHANGED
 from schedlog.rules.text import json_bytes
 from schedlog.serve.bodies import ChangeEvent
 

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 from schedlog.host.retry import Backoff
 from schedlog.rules.instants import format_instant
 from schedlog.serve.bodies import RetryState
-from schedlog.serve.routes import RetryLookup
 from schedlog.serve.secrets import PrivateFileError, read_private_file
+from schedlog.serve.state import RetryLookup
 
 __all__ = ["SECRET_ENV", "SecretError", "check_url", "load_secret", "retry_lookup"]
 

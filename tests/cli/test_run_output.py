@@ -204,7 +204,7 @@ def test_host_run_human_lines(tmp_path: Path) -> None:
     ), start
     assert re.fullmatch(
         CLOCK + rf"delivered to s-1: {task_id} at 2026-05-04T07:10:00\.000Z as "
-        r"schedule-message-[0-9a-f]{32}",
+        r"schedule-message-[0-9a-f]{32} \(0 ms late\)",  # the virtual clock: on time
         delivered,
     ), delivered
     assert re.fullmatch(CLOCK + "host run stopped: 1 delivery", stopped), stopped
@@ -220,6 +220,7 @@ def test_host_run_json_lines(tmp_path: Path) -> None:
     assert sent["sessionId"] == "s-1"
     assert sent["reminders"] == [{"id": task_id, "occurrenceAt": "2026-05-04T07:10:00.000Z"}]
     assert re.fullmatch(r"schedule-message-[0-9a-f]{32}", sent["messageId"])
+    assert sent["latenessMs"] == 0
     assert stopped["delivered"] == 1
     assert all(e["level"] == "info" and e["timestamp"].endswith("Z") for e in events)
 

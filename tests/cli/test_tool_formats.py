@@ -16,7 +16,14 @@ from schedlog.tool_schemas import TOP_LEVEL_COMBINATORS
 
 NAMES = {
     "session-local": ["schedule_create", "schedule_list", "schedule_delete"],
-    "host": ["schedule_create", "schedule_list", "schedule_delete", "schedule_update"],
+    "host": [
+        "schedule_create",
+        "schedule_list",
+        "schedule_delete",
+        "schedule_update",
+        "schedule_pause",
+        "schedule_resume",
+    ],
 }
 #: The function / tool name rule both APIs publish.
 NAME_RULE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

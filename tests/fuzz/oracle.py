@@ -95,6 +95,7 @@ HOST_TOOL: Final = INPUT_CODES - {"corrupt_schedule_log", "persistence_uncertain
     "schedule_not_found",
     "schedule_ended",
     "schedule_conflict",
+    "pause_unsupported",  # docs/protocol.md#pause: pausing in the schedule.json document
 }
 HOST_REMOTE: Final = HOST_TOOL | {"delivery_cursor_not_found"}
 #: Session tool values (docs/protocol.md#session-tools) on a readable log; corrupt logs add

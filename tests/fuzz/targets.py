@@ -578,6 +578,8 @@ def _host_tool_op(src: Source) -> tuple[str, object, int, object]:
         (1, lambda: "schedule_list"),
         (2, lambda: "schedule_delete"),
         (4, lambda: "schedule_update"),
+        (2, lambda: "schedule_pause"),
+        (2, lambda: "schedule_resume"),
         (1, lambda: "tick"),
         (1, lambda: "archive_activity"),
     )
@@ -596,6 +598,8 @@ def _host_tool_op(src: Source) -> tuple[str, object, int, object]:
             selector = pick(src, g.UPDATE_SELECTORS)
             upd[selector] = g.selector_value(src, selector, host=True, near=near)
         args = g.maybe_mutate(src, upd, 0.3)
+    elif name in ("schedule_pause", "schedule_resume"):
+        args = g.maybe_mutate(src, {"id": task_ref if src.bool(0.8) else g.task_id_arg(src)}, 0.3)
     elif name == "schedule_list":
         args = g.maybe_mutate(src, {}, 0.3)
     return name, session, now, _jsonable(args)
@@ -608,7 +612,7 @@ def _gen_host_tools(src: Source) -> tuple[str, list[tuple[str, object, int, obje
 
 @target("host_tools", _gen_host_tools, weight=15)
 def host_tools(item: tuple[str, list[tuple[str, object, int, object]]]) -> None:
-    """The four host tools, ticks and archive admission through a HostService (virtual now)."""
+    """The six host tools, ticks and archive admission through a HostService (virtual now)."""
     backend, ops = item
     env = host_env(backend)
     batch = env.use()
@@ -641,7 +645,10 @@ def _remote_op(src: Source) -> tuple[str, int, object]:
     consistent = src.bool(0.8)
     session = session_ref if consistent else g.session_arg(src)
     task = task_ref if consistent else g.task_id_arg(src)
-    name = pick(src, ("catalog", "list", "history", "history", "update", "update", "delete"))
+    name = pick(
+        src,
+        ("catalog", "list", "history", "history", "update", "update", "delete", "pause", "resume"),
+    )
     args: dict[str, object] = {}
     if name == "list":
         args = {"sessionId": session}
@@ -660,6 +667,10 @@ def _remote_op(src: Source) -> tuple[str, int, object]:
             args["prompt"] = g.prompt_text(src) if src.bool(0.7) else g.leaf(src)
     elif name == "delete":
         args = {"sessionId": session, "id": task}
+    elif name in ("pause", "resume"):
+        args = {"sessionId": session, "id": task}
+        if src.bool(0.5):
+            args["expected"] = record_ref if src.bool(0.7) else g.leaf(src)
     mutated = g.maybe_mutate(src, args, 0.25)
     return name, now, _jsonable(mutated if isinstance(mutated, dict) else args)
 

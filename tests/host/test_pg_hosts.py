@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -368,7 +369,9 @@ def test_a_delivery_whose_session_lock_was_lost_sends_nothing(url: str) -> None:
         sql(
             url,
             "SELECT pg_terminate_backend(l.pid) FROM pg_locks l "
-            "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()",
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid() "
+            # only this test's database: other runs on the server hold advisory locks too
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
         )
 
     async def main() -> tuple[list[Any], list[Any]]:
@@ -405,3 +408,96 @@ def test_a_clean_stop_hands_claims_back_after_the_server_dropped_its_connections
     )
     s.close()
     assert sql(url, "SELECT lease_owner, lease_until FROM schedlog_tasks") == [(None, None)]
+
+
+# --- pause and resume on several hosts (docs/protocol.md#pause) ------------------------------
+
+
+def pause_in_thread(url: str, task_id: str, results: list[Any]) -> threading.Thread:
+    """Another host pauses ``task_id`` of session s-1 (its own store, pool and loop)."""
+
+    def host() -> None:
+        async def main() -> Any:
+            svc = HostService(
+                pg_store(url), MemorySessions(), VirtualClock(LATER), auto_drive=False
+            )
+            try:
+                return await svc.pause("s-1", task_id)
+            finally:
+                await svc.aclose()
+
+        results.append(asyncio.run(main()))
+
+    thread = threading.Thread(target=host)
+    thread.start()
+    return thread
+
+
+def deliver_on(url: str, sessions: MemorySessions, host: Any = None) -> int:
+    async def main() -> int:
+        svc = HostService(host or pg_store(url), sessions, VirtualClock(LATER), auto_drive=False)
+        try:
+            return sum(len(d.members) for d in await svc.tick())
+        finally:
+            await svc.aclose()
+
+    return asyncio.run(main())
+
+
+def test_a_pause_on_another_host_between_claim_and_delivery_sends_nothing(url: str) -> None:
+    """Host A claims the due task; host B pauses it before A's delivery takes the session's
+    lock. A's delivery re-reads the row under the lock, finds it paused and sends nothing."""
+    setup = pg_store(url)
+    setup.insert(task("schedule-1", every_seconds=600))
+    setup.close()
+    host = pg_store(url)
+    claim = host.claim_due
+    paused: list[Any] = []
+
+    def claim_then_pause_elsewhere(now: int, excluded: Any = ()) -> Any:
+        found = claim(now, excluded)
+        if found and not paused:
+            pause_in_thread(url, "schedule-1", paused).join(60)
+        return found
+
+    host.claim_due = claim_then_pause_elsewhere
+    sessions = MemorySessions()
+    assert deliver_on(url, sessions, host) == 0
+    assert paused and paused[0]["changed"] is True
+    assert sessions.sessions.get("s-1") is None or not sessions.sessions["s-1"].delivered
+    assert sql(url, "SELECT status, lease_owner FROM schedlog_tasks") == [("paused", None)]
+    assert deliver_on(url, MemorySessions()) == 0  # and no host claims it later
+
+
+def test_a_pause_on_another_host_waits_for_a_delivery_in_progress(url: str) -> None:
+    """Host B's pause arrives while host A is delivering to the session: it waits for A's
+    session lock, so A's delivery commits first and the pause applies to the advanced task."""
+    setup = pg_store(url)
+    setup.insert(task("schedule-1", every_seconds=600))
+    setup.close()
+    sessions = MemorySessions()
+    paused: list[Any] = []
+    threads: list[threading.Thread] = []
+
+    def on_resolve(_session: str) -> None:
+        if threads:
+            return
+        threads.append(pause_in_thread(url, "schedule-1", paused))
+        deadline = time.monotonic() + 30
+        waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        while sql(url, waiting) != [(1,)]:  # B is blocked on A's session lock
+            assert time.monotonic() < deadline, "the pause never waited for the session lock"
+            assert not paused, "the pause did not wait for the delivery in progress"
+            threads[0].join(0.01)
+
+    sessions.on_resolve = on_resolve
+    assert deliver_on(url, sessions) == 1
+    threads[0].join(60)
+    assert paused and paused[0]["changed"] is True
+    check = pg_store(url)
+    try:
+        st = check.get("schedule-1")
+        assert st is not None and st.task.paused and st.task.last_delivery is not None
+    finally:
+        check.close()
+    assert deliver_on(url, MemorySessions()) == 0

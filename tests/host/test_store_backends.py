@@ -91,6 +91,7 @@ def test_sqlite_schema(tmp_path: Path) -> None:
         assert dict(conn.execute("SELECT key, value FROM schedlog_meta")) == {
             "unit.name": "schedule",
             "unit.version": "1",
+            "schedlog.schema": "2",  # it can hold paused tasks (docs/protocol.md#pause)
         }
         cols = [r[1] for r in conn.execute("PRAGMA table_info(tasks)")]
         assert cols == ["seq", "id", "session_id", "body"]

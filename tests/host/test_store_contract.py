@@ -1,5 +1,5 @@
 """One contract suite for every TaskStore backend (docs/protocol.md#store-sqlite), parametrized over
-both."""
+all three (SQLite, JSON and PostgreSQL: ``tests/host/conftest.py`` BACKENDS)."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ def test_data_survives_a_migration_from_version_1(url: str) -> None:
     [
         ("id", ""),
         ("session_id", ""),
-        ("status", "paused"),
+        ("status", "suspended"),
         ("next_at", 253_402_300_800_000),
         ("body", "[]"),
         ("version", 0),

@@ -17,7 +17,13 @@ import pytest
 from schedlog.cli.session_cmd import register_tools
 from schedlog.errors import ScheduleInputError
 from schedlog.host.service import HostService
-from schedlog.host.tool_schemas import RESULT_TYPES, TOOLS, tool_schemas, tool_schemas_markdown
+from schedlog.host.tool_schemas import (
+    RESULT_TYPES,
+    TOOLS,
+    ResumeEnded,
+    tool_schemas,
+    tool_schemas_markdown,
+)
 from schedlog.host.tools import PAUSE_TOOL_NAMES, TOOL_NAMES, HostTools, pause_tool_id
 from schedlog.runtime.clock import VirtualClock
 from tests.host.helpers import MemorySessions
@@ -54,15 +60,13 @@ def check_typed(schema: Any, where: str) -> None:
 
 
 def test_catalog_is_well_formed_json_schema() -> None:
-    value = tool_schemas(unserved=True)
+    value = tool_schemas()
     assert json.loads(json.dumps(value)) == value
     assert value["protocol"] == "host"
     assert value["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    # the published catalog holds the tools the host dispatches; pause and resume are written
-    # (tool_schemas(unserved=True)) but left out until the host answers them
-    assert [t["name"] for t in tool_schemas()["tools"]] == list(TOOL_NAMES)
-    assert [t["name"] for t in value["tools"]] == list(TOOLS)
-    assert [*TOOL_NAMES, *PAUSE_TOOL_NAMES] == list(TOOLS)
+    # the published catalog holds every tool the host dispatches, pause and resume included
+    assert [t["name"] for t in value["tools"]] == list(TOOL_NAMES) == list(TOOLS)
+    assert set(PAUSE_TOOL_NAMES) <= set(TOOL_NAMES)
     for ref in refs(value):
         assert ref.startswith("#/$defs/") and ref.removeprefix("#/$defs/") in value["$defs"]
     for name, schema in value["$defs"].items():
@@ -240,6 +244,18 @@ async def scenario(svc: HostService, clock: VirtualClock, _: MemorySessions) -> 
     await drive
     assert conflict["code"] == "schedule_conflict"
 
+    # pause and resume: each result, its no-op, the refusals and a paused view
+    await call("schedule_pause", {"id": ids["daily"]})
+    await call("schedule_pause", {"id": ids["daily"]})  # already paused: changed false
+    await call("schedule_list", {})  # a paused view
+    await call("schedule_update", {"id": ids["daily"], "title": "Paused, renamed"})
+    await call("schedule_resume", {"id": ids["daily"]})
+    await call("schedule_resume", {"id": ids["daily"]})  # not paused: changed false
+    for name in ("schedule_pause", "schedule_resume"):
+        await call(name, {"id": "schedule-missing"})
+        await call(name, {"id": ids["daily"]}, session="s-2")  # another session's
+        await call(name, {"id": " x"})  # invalid_rule
+
     await call("schedule_delete", {"id": ids["at"]})
     await call("schedule_delete", {"id": ids["at"]})  # schedule_not_found
     await call("schedule_delete", {"id": ids["cron"]}, session="s-2")  # another session's
@@ -256,7 +272,10 @@ async def scenario(svc: HostService, clock: VirtualClock, _: MemorySessions) -> 
     svc.create = broken  # type: ignore[method-assign]
     svc.delete = broken  # type: ignore[method-assign]
     svc.update = broken  # type: ignore[method-assign]
-    svc.list_records = broken_list  # type: ignore[method-assign]
+    svc.list_tasks = broken_list  # type: ignore[method-assign]
+    svc.pause = broken  # type: ignore[method-assign]
+    await call("schedule_pause", {"id": ids["cron"]})
+    await call("schedule_resume", {"id": ids["cron"]})
     await call("schedule_create", args(after_seconds=60))
     await call("schedule_list", {})
     await call("schedule_delete", {"id": ids["cron"]})
@@ -287,9 +306,10 @@ def test_result_types_accept_every_value_the_tools_return(calls: list[Call]) -> 
         accepted = matching(tool, value)
         assert len(accepted) == 1, (tool, arguments, value, accepted)
         used[tool].add(accepted[0])
-    # the scenario exercises every declared alternative, so none of them is dead weight
+    # the scenario exercises every declared alternative, so none of them is dead weight (a
+    # resume that ends its task needs the end of representable time: tests/host/test_pause.py)
     for tool in TOOL_NAMES:
-        assert used[tool] == set(RESULT_TYPES[tool]), tool
+        assert used[tool] == set(RESULT_TYPES[tool]) - {ResumeEnded}, tool
     codes = {v["code"] for _, _, v in calls if isinstance(v, dict) and "code" in v}
     assert codes >= {
         "invalid_selector",
@@ -438,7 +458,7 @@ def test_pause_and_resume_result_types(tool: str, value: Any, accepted_by: str |
     published JSON Schema alike; what the host must never return fits none."""
     accepted = [t.__name__ for t in matching(tool, value)]
     assert accepted == ([] if accepted_by is None else [accepted_by]), accepted
-    catalog = tool_schemas(unserved=True)
+    catalog = tool_schemas()
     (entry,) = (t for t in catalog["tools"] if t["name"] == tool)
     validator = jsonschema.Draft202012Validator({**entry["result"], "$defs": catalog["$defs"]})
     assert validator.is_valid(value) is (accepted_by is not None)
@@ -479,20 +499,19 @@ def test_pause_tool_id_checks_the_id_like_schedule_delete(tool: str) -> None:
         pause_tool_id("schedule_delete", {"id": "x"})
 
 
-def test_pause_and_resume_are_not_dispatched_yet(tmp_path: Any) -> None:
-    """No stand-in answers them: the host's tool call, its HTTP route and its OpenAPI document
-    know only the tools the service implements."""
+def test_pause_and_resume_are_dispatched_and_published(tmp_path: Any) -> None:
+    """The host's tool call, its HTTP routes and its OpenAPI document know every tool."""
     from schedlog.serve.openapi import openapi
 
     async def scenario(svc: HostService, _clock: VirtualClock, _: MemorySessions) -> None:
         for name in PAUSE_TOOL_NAMES:
-            with pytest.raises(KeyError):
-                await HostTools(svc).call(name, "s-1", {"id": "schedule-1"})
+            value = await HostTools(svc).call(name, "s-1", {"id": "schedule-1"})
+            assert value == {"id": "schedule-1", "changed": False, "code": "schedule_not_found"}
 
     run(tmp_path, "sqlite", scenario)
     paths = openapi()["paths"]
-    for name in PAUSE_TOOL_NAMES:
-        assert f"/v1/sessions/{{sessionId}}/tools/{name}" not in paths
     for name in TOOL_NAMES:
         assert f"/v1/sessions/{{sessionId}}/tools/{name}" in paths
-    assert {t["name"] for t in tool_schemas()["tools"]}.isdisjoint(PAUSE_TOOL_NAMES)
+    for op in ("pause", "resume"):
+        assert f"/v1/sessions/{{sessionId}}/tasks/{{id}}/{op}" in paths
+    assert {t["name"] for t in tool_schemas()["tools"]} >= set(PAUSE_TOOL_NAMES)

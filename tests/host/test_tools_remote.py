@@ -63,6 +63,9 @@ UPDATE_ERRORS = [
     ("blank-title", {"id": "x", "title": " "}, "invalid_prompt"),
     ("null-prompt", {"id": "x", "prompt": None}, "invalid_prompt"),
     ("every-59", {"id": "x", "every_seconds": 59}, "frequency_too_high"),
+    # The host prompt limit is a step-4 check too, before the task is looked up.
+    ("long-prompt", {"id": "x", "prompt": "<b>\U0001f600</b>" * 1000}, "invalid_prompt"),
+    ("long-title", {"id": "x", "title": "\U0001f600" * 61}, "invalid_prompt"),
 ]
 
 

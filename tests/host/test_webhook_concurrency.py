@@ -206,3 +206,29 @@ def test_an_edit_during_a_post_is_not_overwritten_by_its_commit(tmp_path: Path) 
         assert svc.history("a", hourly.id, 10)["records"] == []
 
     run(tmp_path, receiver, body)
+
+
+def test_a_pause_while_the_post_is_in_flight_stands(tmp_path: Path) -> None:
+    """docs/protocol.md#pause: the pause is not queued behind the POST; the delivery that
+    started before it commits nothing, and the paused task is not posted again."""
+    receiver = Receiver(slow={"a"})
+
+    async def body(svc: HostService, clock: VirtualClock) -> None:
+        await svc.create("a", args(60))
+        await clock.run_until(T0 + 60_000)
+        assert receiver.started == ["a:schedule-0"] and receiver.ended == []
+        paused = await asyncio.wait_for(svc.pause("a", "schedule-0"), 30)
+        assert paused["changed"] is True
+        receiver.release("a")
+        await clock.run_until(T0 + 3_600_000)
+        found = svc.find("a", "schedule-0")
+        assert found is not None and found.paused and found.active
+        assert found.last_delivery is None  # the delivery in flight was not committed
+        assert receiver.started == ["a:schedule-0"]  # and nothing was posted again
+        resumed = await svc.pause("a", "schedule-0", resume=True)
+        assert resumed["state"] == "overdue"
+        await clock.run_until(T0 + 3_700_000)
+        assert receiver.started == ["a:schedule-0", "a:schedule-0"]
+        assert status(svc, "a", "schedule-0") == "inactive"
+
+    run(tmp_path, receiver, body)

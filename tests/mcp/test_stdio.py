@@ -50,6 +50,8 @@ ERRORS: list[tuple[str, dict[str, Any]]] = [
     ("schedule_delete", {"id": "schedule-missing"}),
     ("schedule_update", {"id": "schedule-missing", "title": "new"}),
     ("schedule_update", {"id": "x"}),
+    ("schedule_pause", {"id": "schedule-missing"}),
+    ("schedule_resume", {"id": " <b>padded</b>"}),
 ]
 
 

@@ -123,12 +123,18 @@ SESSION_LOCAL_POINTS: Final = (
 HOST_POINTS: Final = (
     "eventlog.mid_line",
     "eventlog.before_barrier",
-    "host.after_followup",
-    "host.after_commit",
 )
+#: The SQLite store delivers in batches (schedlog/host/batch.py): killed after some sessions'
+#: appends, between the appends and the commit, inside the commit. The JSON store keeps the
+#: one-group path (host/core.py).
 BACKEND_POINTS: Final = {
-    "sqlite": ("sqlite_store.in_transaction",),
-    "json": ("json_store.before_rename", "json_store.before_dir_fsync"),
+    "sqlite": ("batch.after_session", "batch.before_commit", "sqlite_store.in_transaction"),
+    "json": (
+        "host.after_followup",
+        "host.after_commit",
+        "json_store.before_rename",
+        "json_store.before_dir_fsync",
+    ),
 }
 AFTER_ACKS: Final = "after_acks"
 ASYNC: Final = "async"

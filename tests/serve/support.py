@@ -131,11 +131,14 @@ def running_api(
     cors_origins: tuple[str, ...] = (),
     webhook: Callable[[VirtualClock], tuple[Any, Backoff]] | None = None,
     store: Path | str | None = None,
+    backoff: Backoff | None = None,
 ) -> Iterator[Api]:
     """The application over ``tmp_path``; ``webhook(clock) -> (post, backoff)`` delivers to a
     webhook sink instead of the sessions directory; ``store`` is a store path or PostgreSQL URL
-    (default ``tmp_path / "store.db"``)."""
+    (default ``tmp_path / "store.db"``); ``backoff`` retries failed session deliveries, as
+    ``serve`` does."""
     clock = VirtualClock(T0)
+    session_backoff = backoff
     store = tmp_path / "store.db" if store is None else store
     sessions = tmp_path / "sessions"
 
@@ -151,7 +154,8 @@ def running_api(
         async def close() -> None:
             directory.close()
 
-        return Host(HostService(open_store(store), directory, clock), close=close)
+        service = HostService(open_store(store), directory, clock, backoff=session_backoff)
+        return Host(service, close=close)
 
     app = build_app(
         opener,

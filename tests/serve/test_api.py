@@ -12,6 +12,7 @@ from tests.serve.deps import require_serve
 require_serve()
 
 from schedlog.host import tool_schemas as host_tool_schemas  # noqa: E402
+from schedlog.host.catalog import MAX_CATALOG_PAGE  # noqa: E402
 from schedlog.serve import bodies  # noqa: E402
 from tests.host.helpers import T0, ms  # noqa: E402
 from tests.serve.support import Api, running_api  # noqa: E402
@@ -93,7 +94,7 @@ def test_catalog_pages_filters_and_conforms(api: Api) -> None:
     assert [e["title"] for e in titled] == ["T3"]
     inactive = api.client.get("/v1/tasks", params={"status": "inactive"}).json()["items"]
     assert inactive == []
-    too_big = api.client.get("/v1/tasks", params={"limit": str(bodies.MAX_PAGE + 1)})
+    too_big = api.client.get("/v1/tasks", params={"limit": str(MAX_CATALOG_PAGE + 1)})
     assert too_big.status_code == 400
 
 

@@ -35,8 +35,10 @@ def operations() -> Iterator[tuple[str, str, bool]]:
 
 def test_the_document_lists_every_route() -> None:
     ops = list(operations())
-    assert len(ops) == 15  # with GET .../tasks/{id} and POST /v1/rules/preview (the web page)
-    assert {p for _, p, secured in ops if not secured} == {"/healthz", "/readyz"}
+    # with GET .../tasks/{id}, POST /v1/rules/preview and the two sign-in routes (the web page),
+    # and the four routes of pause and resume (their two tool routes and POST .../pause|resume)
+    assert len(ops) == 21
+    assert {p for _, p, secured in ops if not secured} == {"/healthz", "/readyz", "/v1/signin"}
     assert all(p.startswith("/v1/") for _, p, secured in ops if secured)
 
 
@@ -123,15 +125,18 @@ def test_a_request_without_host_is_refused() -> None:
 
 
 def body_operations() -> Iterator[tuple[str, str]]:
-    for method, path, _secured in operations():
-        if method in ("POST", "PUT"):
-            yield method, path
+    """The documented operations that take a body."""
+    for path, item in openapi()["paths"].items():
+        for method, op in item.items():
+            if "requestBody" in op:
+                filled = path.replace("{sessionId}", "s-1").replace("{id}", "schedule-x")
+                yield method.upper(), filled
 
 
 def test_an_oversized_body_is_413_on_every_body_route(api: Api) -> None:
     big = b'{"prompt":"' + b"x" * MAX_BODY_BYTES + b'"}'
     ops = list(body_operations())
-    assert len(ops) == 6  # with POST /v1/rules/preview (the web page)
+    assert len(ops) == 11  # with POST /v1/rules/preview, POST /v1/signin and pause | resume
     for method, path in ops:
         declared = api.client.request(method, path, content=big)
         assert declared.status_code == 413, (method, path)

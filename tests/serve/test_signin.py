@@ -4,6 +4,8 @@ never cached."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.serve.deps import require_serve
@@ -83,3 +85,28 @@ def test_live_codes_are_bounded() -> None:
     later = [codes.issue() for _ in range(MAX_CODES)]
     assert not codes.redeem(first)  # forgotten: the oldest goes first
     assert all(codes.redeem(code) for code in later)
+
+
+def test_the_signin_routes_are_in_the_document(api: Api) -> None:
+    """Both sign-in routes are documented: the exchange open (its code is the credential),
+    issuing a code behind the token; the answers conform to the schemas they name."""
+    document = api.anonymous().get("/openapi.json").json()
+    exchange = document["paths"]["/v1/signin"]["post"]
+    issue = document["paths"]["/v1/signin/codes"]["post"]
+    assert "security" not in exchange
+    assert issue["security"] == [{"bearer": []}]
+    schemas = document["components"]["schemas"]
+
+    def schema_of(op: dict[str, Any], status: str) -> dict[str, Any]:
+        ref = op["responses"][status]["content"]["application/json"]["schema"]["$ref"]
+        found: dict[str, Any] = schemas[ref.rsplit("/", 1)[1]]
+        return found
+
+    body_ref = exchange["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    assert schemas[body_ref.rsplit("/", 1)[1]]["required"] == ["code"]
+    assert set(exchange["responses"]) >= {"200", "400", "401", "413", "415", "421"}
+    assert "signin_code_refused" in exchange["responses"]["401"]["description"]
+    issued = api.client.post("/v1/signin/codes").json()
+    assert set(issued) == set(schema_of(issue, "200")["properties"])
+    token = api.anonymous().post("/v1/signin", json={"code": issued["code"]}).json()
+    assert set(token) == set(schema_of(exchange, "200")["properties"])

@@ -373,7 +373,7 @@ def test_delete_removes_the_row(live: Live, page: Any, tmp_path: Path) -> None:
     expect(page.locator("#catalog")).to_be_visible()
     expect(row(page, gone["id"])).to_have_count(0)
     expect(row(page, keep["id"])).to_be_visible()
-    expect(page.locator("#catalog-status")).to_contain_text("Deleted “Remove me”")
+    expect(page.locator("#catalog-status")).to_contain_text("Deleted “\u2068Remove me\u2069”")
     r = live.client.get(f"/v1/sessions/s-1/tasks/{gone['id']}")
     assert r.status_code == 404
     shot(page, tmp_path, "deleted")
@@ -564,3 +564,55 @@ def test_markup_and_entities_in_user_text_show_as_text(live: Live, page: Any) ->
     expect(page.locator("#detail")).to_contain_text(MARKUP_PROMPT)
     assert page.locator("#injected, #injected-img").count() == 0
     assert page.evaluate("window.pwned === undefined")
+
+
+#: A title whose U+202E (right-to-left override) would reverse the rest of the question.
+OVERRIDE_TITLE = "Payroll \u202eabc <b>&amp;"
+
+#: Where each piece of the confirm question is drawn: the rectangle of the title's <bdi>, of
+#: the text right after it, and the nodes holding user text.
+_CONFIRM_LAYOUT = """() => {
+  const p = document.getElementById("confirm-text");
+  const title = p.childNodes[1];
+  const after = document.createRange();
+  after.selectNodeContents(p.childNodes[2]);
+  const t = title.getBoundingClientRect(), a = after.getClientRects()[0];
+  const user = [...p.children].map(e => ({
+    tag: e.tagName, dir: e.getAttribute("dir"), text: e.textContent,
+    bidi: getComputedStyle(e).unicodeBidi }));
+  return { titleRight: t.right, titleTop: t.top, titleBottom: t.bottom, afterLeft: a.left,
+           afterTop: a.top, afterBottom: a.bottom, user,
+           plain: [...p.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join("") };
+}"""
+
+
+def test_the_delete_question_isolates_a_bidi_override(
+    live: Live, page: Any, tmp_path: Path
+) -> None:
+    """A U+202E in a title stays inside the title in the delete confirmation: the text after
+    it is still drawn after it, left to right (issue 22, item 11: bidi spoofing)."""
+    task = live.create("s-1", title=OVERRIDE_TITLE, after_seconds=600)
+    open_page(page, live)
+    row(page, task["id"]).get_by_role("link").click()
+    page.get_by_role("button", name="Delete").click()
+    expect(page.locator("#confirm")).to_be_visible()
+    layout = page.evaluate(_CONFIRM_LAYOUT)
+    shot(page, tmp_path, "confirm-bidi")
+    assert layout["user"] == [
+        {"tag": "BDI", "dir": "auto", "text": OVERRIDE_TITLE, "bidi": "isolate"},
+        {"tag": "BDI", "dir": "auto", "text": task["id"], "bidi": "isolate"},
+        {"tag": "BDI", "dir": "auto", "text": "s-1", "bidi": "isolate"},
+    ]
+    assert "\u202e" not in layout["plain"]
+    # Isolated, the closing quote sits right of the whole title on its line; leaked, the
+    # override reverses it into the middle of the title's box.
+    same_line = (
+        layout["afterTop"] < layout["titleBottom"] and layout["afterBottom"] > layout["titleTop"]
+    )
+    assert same_line, layout
+    assert layout["afterLeft"] >= layout["titleRight"] - 1, layout
+    assert page.locator("#confirm b").count() == 0  # markup shown as text
+    page.locator("#confirm").get_by_role("button", name="Delete").click()
+    expect(page.locator("#catalog-status")).to_contain_text(
+        f"Deleted “\u2068{OVERRIDE_TITLE}\u2069”"
+    )

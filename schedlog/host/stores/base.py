@@ -9,7 +9,9 @@ below, which code outside :mod:`schedlog.host.stores` tests instead of a concret
 
 * :class:`InsertsMany`: several new tasks in one durable write (group commit);
 * :class:`WritesFromAnyThread`: writes may run on a writer thread;
+* :class:`HoldsPause`: can hold the paused state of a task (docs/protocol.md#pause);
 * :class:`CatalogRows`: the catalog's sort and filter fields without decoding a task;
+* :class:`OrdersCatalog`: the tasks in the catalog's order, filtered, by the store itself;
 * :class:`ClaimingStore`: shared by several hosts, which claim due tasks with a lease;
 * :class:`LocalStore`: written by this process only, so an in-memory index of it stays exact.
 
@@ -33,18 +35,24 @@ from schedlog.files import FILE_MODE
 from schedlog.host.task import Task
 
 __all__ = [
+    "CatalogKey",
     "CatalogRow",
     "CatalogRows",
     "ClaimingStore",
+    "HoldsPause",
     "InsertsMany",
     "LocalStore",
+    "OrdersCatalog",
     "StoreLock",
     "StoreLockedError",
+    "StoreUnavailableError",
     "StoreWriteError",
     "StoredTask",
     "TaskStore",
     "WritesFromAnyThread",
+    "check_holdable",
     "require_postgres",
+    "store_pausable",
 ]
 
 
@@ -64,6 +72,12 @@ class StoreLockedError(StoreOpenError):
 
 class StoreWriteError(OSError):
     """A task write did not persist; the store is unchanged as far as readers can tell."""
+
+
+class StoreUnavailableError(StoreWriteError):
+    """The store's server did not answer within its bound (docs/reliability.md#slow-postgresql):
+    nothing was acknowledged, and the call may be retried. The service answers
+    ``service_unavailable``."""
 
 
 class TaskStore(Protocol):
@@ -132,6 +146,31 @@ class WritesFromAnyThread(Protocol):
     def writes_from_any_thread(self) -> bool: ...
 
 
+@runtime_checkable
+class HoldsPause(Protocol):
+    """A store that can hold a paused task (``pausedAt``, docs/protocol.md#pause) when
+    ``pausable``: SQLite and PostgreSQL after their schema migration, never the JSON document
+    (docs/decisions.md#pause-and-resume). A store without it cannot pause."""
+
+    @property
+    def pausable(self) -> bool: ...
+
+
+def store_pausable(store: object) -> bool:
+    """Whether ``store`` can hold the paused state."""
+    return isinstance(store, HoldsPause) and store.pausable
+
+
+def check_holdable(task: Task, pausable: bool, path: Path | str) -> None:
+    """Refuse to write a paused task to a store that cannot hold the paused state: the write
+    fails (:class:`StoreWriteError`) instead of silently dropping the pause."""
+    if task.paused_at is not None and not pausable:
+        raise StoreWriteError(
+            f"cannot write paused task {task.id!r} to {path}: this store cannot hold a paused "
+            "task (docs/protocol.md#pause)"
+        )
+
+
 #: ``(scheduledAt epoch ms, id, sessionId, title or "", active)`` of one task.
 CatalogRow = tuple[int, str, str, str, bool]
 
@@ -141,6 +180,33 @@ class CatalogRows(Protocol):
     """A store that reads the catalog fields of every task straight from its storage."""
 
     def catalog_rows(self) -> list[CatalogRow]: ...
+
+
+#: ``(scheduledAt epoch ms, id)``: the catalog's order (ids by code point), and a cursor in it.
+CatalogKey = tuple[int, str]
+
+
+@runtime_checkable
+class OrdersCatalog(Protocol):
+    """A store that lists its tasks in the catalog's order itself (the PostgreSQL store, by
+    SQL), so a catalog page decodes only the tasks near its cursor."""
+
+    def catalog_tasks(
+        self,
+        after: CatalogKey | None = None,
+        *,
+        descending: bool = False,
+        session_id: str | None = None,
+        active: bool | None = None,
+        title: str | None = None,
+        batch: int = 1000,
+    ) -> Iterator[StoredTask]:
+        """Every task after ``after`` (exclusive; before it when ``descending``) by
+        ``(scheduledAt, id)``, of ``session_id`` and with ``active`` when they are given.
+        ``title`` (casefolded) lets the store skip tasks whose title cannot contain it; the
+        caller still checks the title of those it gets. ``batch`` is how many the caller
+        expects to read (a page and one more)."""
+        ...
 
 
 @runtime_checkable

@@ -20,7 +20,7 @@ from typing import Any, Final
 from schedlog._crashpoints import crashpoint
 from schedlog.errors import StoreOpenError
 from schedlog.files import FILE_MODE
-from schedlog.host.stores.base import StoredTask, StoreLock, StoreWriteError
+from schedlog.host.stores.base import StoredTask, StoreLock, StoreWriteError, check_holdable
 from schedlog.host.task import InvalidTaskError, Task, decode_task, encode_task
 from schedlog.rules.text import json_int
 from schedlog.strictjson import JSONSyntaxError, loads_strict
@@ -190,6 +190,7 @@ class JsonTaskStore:
         self._docs = docs
 
     def insert(self, task: Task) -> int:
+        check_holdable(task, False, self.path)
         if task.id in self._tasks:
             raise StoreWriteError(f"task {task.id!r} already exists")
         docs = dict(self._docs)
@@ -203,6 +204,7 @@ class JsonTaskStore:
         """Append new tasks with one document rewrite; all or none are written."""
         docs = dict(self._docs)
         for task in tasks:
+            check_holdable(task, False, self.path)
             if task.id in docs:
                 raise StoreWriteError(f"task {task.id!r} already exists")
             docs[task.id] = encode_task(task)
@@ -218,6 +220,7 @@ class JsonTaskStore:
         old = self._tasks.get(task.id)
         if old is None:
             raise StoreWriteError(f"task {task.id!r} does not exist")
+        check_holdable(task, False, self.path)
         docs = dict(self._docs)
         docs[task.id] = encode_task(task)
         self._commit(docs)

@@ -18,6 +18,7 @@ import psycopg
 from schedlog.host.stores import pg_queries as q
 from schedlog.host.stores.base import StoredTask, StoreWriteError
 from schedlog.host.stores.pg_conn import PgConnection
+from schedlog.host.stores.pg_deadline import bounded, deadline_s
 from schedlog.host.stores.pg_listen import Listener
 from schedlog.host.stores.pg_rows import Row, StoreConflictError, reason, row_columns, storable
 from schedlog.host.task import Task
@@ -199,10 +200,12 @@ class PgClaims(PgConnection):
         one session log at once. Released when the block ends or the connection drops; the
         :meth:`extend_leases` that precedes each send runs on this connection, so a delivery
         whose lock was lost sends nothing."""
-        with self._pool.connection() as conn:
-            key = conn.execute(q.SESSION_LOCK_KEY, (session_id, SESSION_SEED))
-            (lock_key,) = key.fetchone() or (0,)
-            conn.execute(q.SESSION_LOCK, (lock_key,))
+        with self._pool.connection(timeout=deadline_s()) as conn:
+            # Bounded while taking the lock only: the delivery it guards may take long.
+            with bounded(conn, "the session lock"):
+                key = conn.execute(q.SESSION_LOCK_KEY, (session_id, SESSION_SEED))
+                (lock_key,) = key.fetchone() or (0,)
+                conn.execute(q.SESSION_LOCK, (lock_key,))
             self._session_conn = conn
             try:
                 yield

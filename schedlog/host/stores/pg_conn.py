@@ -14,10 +14,11 @@ from typing import Any, Final, TypeVar
 
 import psycopg
 import structlog
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from schedlog.host.stores import pg_queries as q
-from schedlog.host.stores.base import StoredTask, StoreWriteError
+from schedlog.host.stores.base import StoredTask, StoreUnavailableError, StoreWriteError
+from schedlog.host.stores.pg_deadline import bounded, deadline_s
 from schedlog.host.stores.pg_listen import Listener
 from schedlog.host.stores.pg_rows import InvalidRow, Row, decode_or_invalid, reason, redact_url
 
@@ -92,8 +93,10 @@ class PgConnection:
         delay = _BACKOFF_S
         for attempt in range(_READ_ATTEMPTS):
             try:
-                with self._pool.connection() as conn:
+                with self.connection() as conn:
                     return fn(conn)
+            except StoreUnavailableError:
+                raise  # already waited its bound: no retry (docs/reliability.md#slow-postgresql)
             except psycopg.OperationalError:
                 if attempt == _READ_ATTEMPTS - 1:
                     raise
@@ -106,10 +109,23 @@ class PgConnection:
         try:
             if self._tx is not None:
                 return fn(self._tx)
-            with self._pool.connection() as conn, conn.transaction():
+            with self.connection() as conn, conn.transaction():
                 return fn(conn)
         except psycopg.Error as exc:
             raise StoreWriteError(f"cannot write {self.path}: {reason(exc)}") from exc
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pool connection, watched by :func:`~schedlog.host.stores.pg_deadline.bounded`
+        while the block uses it: waiting for a free one is bounded too."""
+        wait = deadline_s()
+        try:
+            with self._pool.connection(timeout=wait) as conn, bounded(conn):
+                yield conn
+        except PoolTimeout as exc:
+            raise StoreUnavailableError(
+                f"no PostgreSQL connection became free within {wait:g} s"
+            ) from exc
 
     @contextlib.contextmanager
     def atomic(self) -> Iterator[None]:
@@ -119,7 +135,7 @@ class PgConnection:
             yield
             return
         try:
-            with self._pool.connection() as conn, conn.transaction():
+            with self.connection() as conn, conn.transaction():
                 self._tx = conn
                 try:
                     yield

@@ -39,6 +39,25 @@ GET_TASK_FOR_UPDATE: Final = f"{GET_TASK} FOR UPDATE"
 ACTIVE_TARGETS: Final = (
     "SELECT next_at, seq, id FROM schedlog_tasks WHERE status = 'active' ORDER BY seq"
 )
+#: The catalog's order (docs/http-api.md): ``(next_at, id)``, ids by code point (the "C"
+#: collation compares UTF-8 bytes, which is code point order), after a cursor. Parameters
+#: (NULL for "any"): ``session``, ``active`` (any status but ``inactive``, so a paused row
+#: counts as active, as the catalog reads it), the cursor's ``at`` and ``id``, and ``limit``
+#: (NULL: every row).
+_CATALOG_WHERE: Final = (
+    f"SELECT {COLUMNS} FROM schedlog_tasks "
+    "WHERE (%(session)s::text IS NULL OR session_id = %(session)s) "
+    "AND (%(active)s::boolean IS NULL OR (status <> 'inactive') = %(active)s) "
+    "AND (%(at)s::bigint IS NULL OR "
+)
+CATALOG_ASC: Final = (
+    f'{_CATALOG_WHERE}(next_at, id COLLATE "C") > (%(at)s::bigint, %(id)s::text)) '
+    'ORDER BY next_at, id COLLATE "C" LIMIT %(limit)s'
+)
+CATALOG_DESC: Final = (
+    f'{_CATALOG_WHERE}(next_at, id COLLATE "C") < (%(at)s::bigint, %(id)s::text)) '
+    'ORDER BY next_at DESC, id COLLATE "C" DESC LIMIT %(limit)s'
+)
 EARLIEST_ACTIVE: Final = "SELECT min(next_at) FROM schedlog_tasks WHERE status = 'active'"
 COUNT: Final = "SELECT count(*) FROM schedlog_tasks"
 ACTIVE_COUNT: Final = "SELECT count(*) FROM schedlog_tasks WHERE status = 'active'"

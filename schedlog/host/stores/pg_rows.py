@@ -34,6 +34,7 @@ __all__ = [
     "reason",
     "redact_url",
     "row_columns",
+    "status_column",
     "storable",
 ]
 
@@ -101,15 +102,15 @@ def decode_row(row: Row) -> StoredTask:
         value = loads_strict(body)
     except JSONSyntaxError as exc:
         raise InvalidTaskError(f"schedule task body is not valid JSON: {exc.message}") from None
-    task = decode_task(key, value)
+    task = decode_task(key, value, pausable=True)
     if session_id != task.session_id:
         raise InvalidTaskError(
             f"schedule task session_id {session_id!r} differs from sessionId {task.session_id!r}"
         )
-    if status != task.effective_status:
+    if status != status_column(task):
         raise InvalidTaskError(
             f"schedule task status column {status!r} differs from the body's "
-            f"{task.effective_status!r}"
+            f"{status_column(task)!r}"
         )
     if next_at != task.record.scheduled_at:
         raise InvalidTaskError(
@@ -119,10 +120,16 @@ def decode_row(row: Row) -> StoredTask:
     return StoredTask(seq, task)
 
 
+def status_column(task: Task) -> str:
+    """The ``status`` column: the task's status, or ``paused`` for a paused task (schema
+    version 4), which no query of active tasks selects."""
+    return "paused" if task.paused else task.effective_status
+
+
 def row_columns(task: Task) -> tuple[str, str, str, int, str]:
     """``(id, session_id, status, next_at, body)`` as the writer stores them."""
     body = js_dumps(encode_task(task))
-    return task.id, task.session_id, task.effective_status, task.record.scheduled_at, body
+    return task.id, task.session_id, status_column(task), task.record.scheduled_at, body
 
 
 class InvalidRow(NamedTuple):

@@ -118,4 +118,50 @@ CREATE TRIGGER schedlog_tasks_rewritten AFTER UPDATE ON schedlog_tasks
     ),
 )
 
+# Version 4 (docs/decisions.md#pause-and-resume): a paused task's ``status`` column is
+# ``paused`` (its body stays ``"status":"active"`` with ``pausedAt``), so every query of active
+# tasks, the due index and the claims leave it out as they stand; a pause or a resume by another
+# host is notified as such.
+MIGRATIONS += (
+    Migration(
+        4,
+        "paused tasks",
+        f"""
+ALTER TABLE schedlog_tasks DROP CONSTRAINT schedlog_tasks_status_check,
+  ADD CONSTRAINT schedlog_tasks_status_check CHECK (status IN ('active', 'inactive', 'paused'));
+CREATE OR REPLACE FUNCTION schedlog_notify_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  kind text;
+  row schedlog_tasks;
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    row := OLD;
+    kind := 'deleted';
+  ELSIF TG_OP = 'INSERT' THEN
+    row := NEW;
+    kind := 'created';
+  ELSIF NEW.status = 'paused' AND OLD.status <> 'paused' THEN
+    row := NEW;
+    kind := 'paused';
+  ELSIF OLD.status = 'paused' AND NEW.status <> 'paused' THEN
+    row := NEW;
+    kind := 'resumed';
+  ELSE
+    row := NEW;
+    BEGIN
+      kind := CASE WHEN (NEW.body::jsonb -> 'lastDelivery') IS DISTINCT FROM
+                        (OLD.body::jsonb -> 'lastDelivery') THEN 'delivered' ELSE 'updated' END;
+    EXCEPTION WHEN others THEN  -- a body that is not JSON (an invalid row written by hand)
+      kind := 'updated';
+    END;
+  END IF;
+  PERFORM pg_notify('{NOTIFY_CHANNEL}', json_build_object(
+    'writer', current_setting('application_name'), 'id', row.id,
+    'sessionId', row.session_id, 'kind', kind)::text);
+  RETURN NULL;
+END $$;
+""",
+    ),
+)
+
 SCHEMA_VERSION: Final = MIGRATIONS[-1].version

@@ -24,19 +24,21 @@ The parts: connections (:mod:`~schedlog.host.stores.pg_conn`), claims
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
 from schedlog.host.stores import pg_queries as q
-from schedlog.host.stores.base import StoredTask, StoreWriteError
+from schedlog.host.stores.base import CatalogKey, StoredTask, StoreWriteError
 from schedlog.host.stores.pg_admin import check_version
 from schedlog.host.stores.pg_claims import PgClaims
 from schedlog.host.stores.pg_conn import configure
+from schedlog.host.stores.pg_deadline import check_connection
 from schedlog.host.stores.pg_rows import (
     CONNECT_TIMEOUT_S,
+    Row,
     StoreConflictError,
     connect,
     malformed,
@@ -58,6 +60,9 @@ class PostgresTaskStore(PgClaims):
     :meth:`commit_claimed` (which checks the lease and the row version).
     """
 
+    #: Schema version 4 holds paused tasks (:class:`~schedlog.host.stores.base.HoldsPause`).
+    pausable = True
+
     @classmethod
     def open(cls, url: str) -> PostgresTaskStore:
         """Check the schema version, then open the connection pool (no task is read)."""
@@ -78,7 +83,7 @@ class PostgresTaskStore(PgClaims):
                     "application_name": owner,
                 },
                 configure=configure,
-                check=ConnectionPool.check_connection,
+                check=check_connection,
                 open=False,
             )
             pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -90,12 +95,17 @@ class PostgresTaskStore(PgClaims):
             raise
         return cls(url, pool, lock, owner)
 
+    def ping(self) -> None:
+        """One round trip to the server (``/readyz``), bounded like every query; raises when
+        it does not answer (docs/reliability.md#slow-postgresql)."""
+        self._read(lambda c: c.execute("SELECT 1").fetchone())
+
     # --- reads ----------------------------------------------------------------------------
 
     def tasks(self) -> Iterator[StoredTask]:
         """Every valid task in storage order, streamed through a server-side cursor."""
         with (
-            self._pool.connection() as conn,
+            self.connection() as conn,
             conn.transaction(),
             conn.cursor(name="schedlog_tasks") as cur,
         ):
@@ -135,7 +145,7 @@ class PostgresTaskStore(PgClaims):
         """``(next_at, seq, id)`` of active rows from the columns, in storage order. A row
         that does not decode may be listed; :meth:`get` then finds nothing for it."""
         with (
-            self._pool.connection() as conn,
+            self.connection() as conn,
             conn.transaction(),
             conn.cursor(name="schedlog_targets") as cur,
         ):
@@ -143,6 +153,68 @@ class PostgresTaskStore(PgClaims):
             cur.execute(q.ACTIVE_TARGETS)
             for next_at, seq, key in cur:
                 yield int(next_at), int(seq), str(key)
+
+    def catalog_tasks(
+        self,
+        after: CatalogKey | None = None,
+        *,
+        descending: bool = False,
+        session_id: str | None = None,
+        active: bool | None = None,
+        title: str | None = None,
+        batch: int = 1000,
+    ) -> Iterator[StoredTask]:
+        """The catalog's order by SQL (:class:`~schedlog.host.stores.base.OrdersCatalog`): the
+        first ``batch`` rows (a top-N sort), then, if the caller reads on, the rest streamed
+        through a server-side cursor (one sort). A row that does not decode is reported and
+        left out, as by :meth:`tasks`. With ``title``, a row whose body has no escape and does
+        not contain it, casefolded, is skipped undecoded: its title cannot contain it."""
+        if session_id is not None and not storable(session_id):
+            return
+        exact = after is None or storable(after[1])
+        cursor = after
+        if after is not None and not exact:  # an id no row can have: widen, then filter here
+            cursor = (after[0] + 1, "") if descending else (after[0], "")
+        params: dict[str, object] = {
+            "session": session_id,
+            "active": active,
+        }
+        params["at"], params["id"] = (None, None) if cursor is None else cursor
+        params["limit"] = size = max(1, batch)
+        query = q.CATALOG_DESC if descending else q.CATALOG_ASC
+        rows = self._read(lambda c: c.execute(query, params).fetchall())
+        yield from self._catalog_rows(rows, after, descending, exact, title)
+        if len(rows) < size:
+            return
+        params["at"], params["id"] = int(rows[-1][4]), str(rows[-1][1])
+        params["limit"] = None  # LIMIT NULL: all the rest
+        with (
+            self._pool.connection() as conn,
+            conn.transaction(),
+            conn.cursor(name="schedlog_catalog") as cur,
+        ):
+            cur.itersize = 2000
+            cur.execute(query, params)
+            yield from self._catalog_rows(cur, after, descending, exact, title)
+
+    def _catalog_rows(
+        self,
+        rows: Iterable[Row],
+        after: CatalogKey | None,
+        descending: bool,
+        exact: bool,
+        title: str | None,
+    ) -> Iterator[StoredTask]:
+        for row in rows:
+            body = row[6]
+            if title is not None and "\\" not in body and title not in body.casefold():
+                continue
+            st = self._valid(row)
+            if st is None:
+                continue
+            key = (st.task.record.scheduled_at, st.task.id)
+            if exact or after is None or (key < after if descending else key > after):
+                yield st
 
     def earliest_active_target(self) -> int | None:
         """The earliest ``next_at`` among active rows, from the index."""

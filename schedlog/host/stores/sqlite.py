@@ -31,13 +31,20 @@ from schedlog.host.stores.base import (
     StoreLock,
     StoreLockedError,
     StoreWriteError,
+    check_holdable,
 )
-from schedlog.host.stores.sqlite_validate import decode_row, validate_sqlite_store
+from schedlog.host.stores.sqlite_validate import (
+    PAUSE_SCHEMA,
+    SCHEMA_KEY,
+    decode_row,
+    schedlog_schema,
+    validate_sqlite_store,
+)
 from schedlog.host.task import Task, encode_task
 from schedlog.rules.instants import parse_canonical_instant
 from schedlog.rules.text import js_dumps
 
-__all__ = ["INDEXES", "SCHEMA", "SqliteTaskStore"]
+__all__ = ["INDEXES", "PAUSE_MIGRATION", "SCHEMA", "SqliteTaskStore", "migrate_sqlite"]
 
 SCHEMA: Final = """
 CREATE TABLE schedlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,6 +53,12 @@ CREATE TABLE tasks (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQ
 INSERT INTO schedlog_meta (key, value) VALUES ('unit.name', 'schedule'), ('unit.version', '1');
 PRAGMA user_version = 1;
 """
+#: schedlog's schema version 2 (docs/decisions.md#pause-and-resume): the store can hold paused
+#: tasks. Written into every new store, and by ``schedlog store migrate`` into one written by
+#: 0.2.0; the upstream ``unit.version`` and ``user_version`` stay 1.
+PAUSE_MIGRATION: Final = (
+    f"INSERT OR IGNORE INTO schedlog_meta (key, value) VALUES ('{SCHEMA_KEY}', '{PAUSE_SCHEMA}');"
+)
 # Optional indexes (docs/protocol.md#store-sqlite allows them): tasks of a session. (Stores made
 # before issue 10 also have an expression index on active targets, tasks_active_target; nothing
 # reads it any more, and it is left alone: opening a store never drops what it holds.)
@@ -61,10 +74,11 @@ CREATE INDEX IF NOT EXISTS tasks_by_session ON tasks (session_id, seq);
 _ACTIVE_TARGETS: Final = """
 SELECT seq, id, json_extract(body, '$.record.scheduledAt'),
   CASE WHEN json_extract(body, '$.status') IS NULL THEN instr(body, char(92)) ELSE 0 END
-FROM tasks WHERE json_extract(body, '$.status') IS NOT 'inactive' ORDER BY seq
+FROM tasks WHERE json_extract(body, '$.status') IS NOT 'inactive'
+  AND json_extract(body, '$.pausedAt') IS NULL ORDER BY seq
 """
 # The catalog's sort and filter keys of every task in one table scan (the HTTP catalog index,
-# schedlog.serve.catalog_index). Rows with a backslash anywhere in the body are flagged and
+# schedlog.host.catalog). Rows with a backslash anywhere in the body are flagged and
 # decoded instead, so an escaped member name or value can never be misread.
 _CATALOG_ROWS: Final = """
 SELECT id, session_id, json_extract(body, '$.record.scheduledAt'),
@@ -120,6 +134,12 @@ class SqliteTaskStore:
         self._conn = conn  # reads
         self._writer = writer  # writes
         self._lock: StoreLock | None = lock
+        meta = dict(conn.execute("SELECT key, value FROM schedlog_meta").fetchall())
+        #: Whether the store holds paused tasks (:class:`~schedlog.host.stores.base.HoldsPause`).
+        self.pausable = schedlog_schema(meta) >= PAUSE_SCHEMA
+
+    def _row(self, seq: int, key: str, session_id: str, body: str) -> StoredTask:
+        return decode_row(seq, key, session_id, body, pausable=self.pausable)
 
     @classmethod
     def open(cls, path: Path) -> SqliteTaskStore:
@@ -142,7 +162,7 @@ class SqliteTaskStore:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             try:
                 if not size:
-                    conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + "COMMIT;")
+                    conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + PAUSE_MIGRATION + "COMMIT;")
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=FULL")
                 conn.executescript(INDEXES)
@@ -165,7 +185,7 @@ class SqliteTaskStore:
     def tasks(self) -> Iterator[StoredTask]:
         rows = self._conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
         for seq, key, session_id, body in rows:
-            yield decode_row(seq, key, session_id, body)
+            yield self._row(seq, key, session_id, body)
 
     def session_tasks(self, session_id: str) -> list[StoredTask]:
         if not _storable(session_id):
@@ -174,7 +194,7 @@ class SqliteTaskStore:
             "SELECT seq, id, session_id, body FROM tasks WHERE session_id = ? ORDER BY seq",
             (session_id,),
         )
-        return [decode_row(*row) for row in rows]
+        return [self._row(*row) for row in rows]
 
     def get(self, task_id: str) -> StoredTask | None:
         if not _storable(task_id):
@@ -182,7 +202,7 @@ class SqliteTaskStore:
         row = self._conn.execute(
             "SELECT seq, id, session_id, body FROM tasks WHERE id = ?", (task_id,)
         ).fetchone()
-        return None if row is None else decode_row(*row)
+        return None if row is None else self._row(*row)
 
     def active_targets(self) -> Iterator[tuple[int, int, str]]:
         """The timer-index rows (see :class:`~schedlog.host.stores.base.TaskStore`) from one query.
@@ -200,13 +220,13 @@ class SqliteTaskStore:
                     out.append((target, seq, key))
                     continue
                 st = self.get(key)
-                if st is not None and st.task.active:
+                if st is not None and st.task.active and not st.task.paused:
                     out.append((st.task.record.scheduled_at, st.seq, st.task.id))
         except sqlite3.Error:
             out = [
                 (st.task.record.scheduled_at, st.seq, st.task.id)
                 for st in self.tasks()
-                if st.task.active
+                if st.task.active and not st.task.paused
             ]
         return iter(out)
 
@@ -291,6 +311,8 @@ class SqliteTaskStore:
         """Append new tasks in one transaction (one durability barrier for all); returns their
         ``seq`` in order. All or none are written."""
         seqs: list[int] = []
+        for task in tasks:
+            check_holdable(task, self.pausable, self.path)
         with self._transaction() as writer:
             for task in tasks:
                 cur = writer.execute(
@@ -302,12 +324,25 @@ class SqliteTaskStore:
         return seqs
 
     def replace(self, task: Task) -> None:
+        check_holdable(task, self.pausable, self.path)
         cur = self._write(
             "UPDATE tasks SET body = ? WHERE id = ? AND session_id = ?",
             (js_dumps(encode_task(task)), task.id, task.session_id),
         )
         if cur.rowcount != 1:
             raise StoreWriteError(f"task {task.id!r} does not exist")
+
+    def replace_many(self, tasks: Sequence[Task]) -> None:
+        """Rewrite existing tasks in one transaction (one durability barrier for all): a
+        batched delivery's commit (docs/operations.md#burst-sizing). All or none are written."""
+        with self._transaction() as writer:
+            for task in tasks:
+                cur = writer.execute(
+                    "UPDATE tasks SET body = ? WHERE id = ? AND session_id = ?",
+                    (js_dumps(encode_task(task)), task.id, task.session_id),
+                )
+                if cur.rowcount != 1:
+                    raise sqlite3.Error(f"task {task.id!r} does not exist")
 
     def delete(self, task_id: str) -> bool:
         if not _storable(task_id):
@@ -325,3 +360,27 @@ class SqliteTaskStore:
             self._conn.close()
             self._lock.release()
             self._lock = None
+
+
+def migrate_sqlite(path: Path) -> dict[str, object]:
+    """``schedlog store migrate`` of an SQLite store: validate it read-only under its lock
+    (no host may have it open), then write schedlog's schema version 2 in one transaction.
+    ``{"store","from","to","applied"}``; a second run applies nothing."""
+    lock = StoreLock(path)
+    try:
+        validate_sqlite_store(path)
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM schedlog_meta").fetchall())
+            before = schedlog_schema(meta)
+            if before < PAUSE_SCHEMA:
+                conn.execute("PRAGMA synchronous=FULL")
+                conn.executescript("BEGIN IMMEDIATE;" + PAUSE_MIGRATION + "COMMIT;")
+        except sqlite3.Error as exc:
+            raise _malformed(f"cannot migrate schedule store {path}: {exc}") from None
+        finally:
+            conn.close()
+    finally:
+        lock.release()
+    applied = [PAUSE_SCHEMA] if before < PAUSE_SCHEMA else []
+    return {"store": str(path), "from": before, "to": PAUSE_SCHEMA, "applied": applied}

@@ -33,15 +33,23 @@ from schedlog.host.task import InvalidTaskError, decode_task
 from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
+    "PAUSE_SCHEMA",
+    "SCHEMA_KEY",
     "check_regular_file",
     "decode_row",
     "read_sqlite_tasks",
+    "schedlog_schema",
     "validate_sqlite",
     "validate_sqlite_store",
     "writer_holds",
 ]
 
 _TASK_COLUMNS: Final = ["seq", "id", "session_id", "body"]
+#: The meta row of schedlog's own schema version, beside the upstream ``unit.version`` (which
+#: stays 1): absent in a store written by 0.2.0 (version 1); :data:`PAUSE_SCHEMA` once the store
+#: can hold paused tasks (``schedlog store migrate``, docs/decisions.md#pause-and-resume).
+SCHEMA_KEY: Final = "schedlog.schema"
+PAUSE_SCHEMA: Final = 2
 _META_COLUMNS: Final = ["key", "value"]
 #: SQLite's pending-log companions; a non-empty one holds committed (or hot) pages.
 _LOG_SUFFIXES: Final = ("-wal", "-journal")
@@ -83,12 +91,28 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
 
 
-def decode_row(seq: int, key: str, session_id: str, body: str) -> StoredTask:
+def schedlog_schema(meta: dict[str, str]) -> int:
+    """The store's schedlog schema version from its meta rows: 1 without a
+    :data:`SCHEMA_KEY` row; ``version-mismatch`` for a version this schedlog does not know."""
+    value = meta.get(SCHEMA_KEY)
+    if value is None:
+        return 1
+    if value != str(PAUSE_SCHEMA):
+        raise StoreOpenError(
+            "version-mismatch",
+            f"schedule store {SCHEMA_KEY} is {value!r}, not {PAUSE_SCHEMA} (a newer schedlog?)",
+        )
+    return PAUSE_SCHEMA
+
+
+def decode_row(
+    seq: int, key: str, session_id: str, body: str, *, pausable: bool = False
+) -> StoredTask:
     try:
         value = loads_strict(body.encode("utf-8", "surrogatepass"))
     except JSONSyntaxError as exc:
         raise InvalidTaskError(f"schedule task body is not valid JSON: {exc.message}") from None
-    task = decode_task(key, value)
+    task = decode_task(key, value, pausable=pausable)
     if session_id != task.session_id:
         raise InvalidTaskError(
             f"schedule task session_id {session_id!r} differs from sessionId {task.session_id!r}"
@@ -140,6 +164,7 @@ def _validate_connection(conn: sqlite3.Connection, tasks: list[StoredTask] | Non
             f"schedule store version is {meta['unit.version']!r} "
             f"(user_version {user_version}), not 1",
         )
+    pausable = schedlog_schema(meta) >= PAUSE_SCHEMA
     if "tasks" not in names or _columns(conn, "tasks") != _TASK_COLUMNS:
         raise _malformed("schedule store has no tasks table")
     rows = conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
@@ -148,7 +173,7 @@ def _validate_connection(conn: sqlite3.Connection, tasks: list[StoredTask] | Non
         try:
             if not all(isinstance(v, str) for v in (key, session_id, body)):
                 raise InvalidTaskError("schedule task columns must be text")
-            stored = decode_row(seq, key, session_id, body)
+            stored = decode_row(seq, key, session_id, body, pausable=pausable)
         except InvalidTaskError as exc:
             raise StoreOpenError("invalid-record", f"task {key!r}: {exc.message}") from None
         if tasks is not None:

@@ -113,6 +113,10 @@ export const api = {
   remove(sessionId, id) {
     return call("DELETE", taskPath(sessionId, id));
   },
+  /** POST .../pause or .../resume with the record last seen (compare-and-set). */
+  pause(sessionId, id, expected, resume = false) {
+    return call("POST", `${taskPath(sessionId, id)}/${resume ? "resume" : "pause"}`, { expected });
+  },
   preview(selector, count) {
     return call("POST", "/v1/rules/preview", { ...selector, count });
   },

@@ -1,4 +1,5 @@
-// The schedlog task page: sign-in, catalog, detail with history, staged edit, delete, live.
+// The schedlog task page: sign-in, catalog, detail with history, staged edit, pause and
+// resume, delete, live.
 import { api, ApiError, followEvents, getToken, safeDecode, setToken, takeFragmentCode } from "./api.js";
 import { formatUtc, formatZoned, relative, viewerZone } from "./times.js";
 
@@ -33,6 +34,16 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/** User text (a title, an id) as an isolated, clipped inline: its bidi controls stay inside. */
+function userText(text) {
+  return el("bdi", { dir: "auto", class: "user-text", text });
+}
+
+/** User text inside plain text (a status line): wrapped in FSI ... PDI (U+2068, U+2069). */
+function isolated(text) {
+  return `\u2068${text}\u2069`;
+}
+
 function show(section) {
   for (const id of ["signin", "catalog", "detail"]) $(id).hidden = id !== section;
   $("sign-out").hidden = section === "signin";
@@ -52,6 +63,7 @@ function timeBlock(instant, zone, hint = true) {
 
 function statusText(entry) {
   if (entry.status === "inactive") return "ended";
+  if (entry.status === "paused") return "paused";
   if (entry.status === "retrying" && entry.retry) return `retrying delivery (attempt ${entry.retry.attempts}, next ${formatUtc(entry.retry.nextAttemptAt)})`;
   return entry.state === "overdue" ? "active, overdue" : "active";
 }
@@ -167,7 +179,7 @@ function catalogRow(entry) {
     ["Status", document.createTextNode(statusText(entry))],
     ["Last delivery", last],
   ];
-  const tr = el("tr", { "data-id": entry.id });
+  const tr = el("tr", { "data-id": entry.id, class: entry.status === "paused" ? "paused" : undefined });
   for (const [label, node] of cells) tr.append(el("td", { "data-label": label }, node));
   return tr;
 }
@@ -255,6 +267,9 @@ function renderDetail() {
   $("record").replaceChildren(...recordRows(entry));
   $("edit").disabled = entry.status === "inactive";
   $("edit").title = entry.status === "inactive" ? "An ended reminder cannot be edited" : "";
+  // docs/protocol.md#pause: an active reminder can be paused, a paused one resumed
+  $("pause").hidden = entry.status === "inactive" || entry.status === "paused";
+  $("resume").hidden = entry.status !== "paused";
 }
 
 async function loadUpcoming() {
@@ -263,6 +278,10 @@ async function loadUpcoming() {
   if (!d) return;
   if (d.entry.status === "inactive") {
     list.replaceChildren(el("li", { class: "muted", text: "None: the reminder has ended." }));
+    return;
+  }
+  if (d.entry.status === "paused") {
+    list.replaceChildren(el("li", { class: "muted", text: "None while paused: nothing is delivered until it is resumed." }));
     return;
   }
   let data;
@@ -360,6 +379,8 @@ function showDeleted() {
   $("detail-message").textContent = "This reminder was deleted on the server.";
   $("edit").disabled = true;
   $("delete").disabled = true;
+  $("pause").disabled = true;
+  $("resume").disabled = true;
 }
 
 async function refreshDetail() {
@@ -675,12 +696,43 @@ async function runPreview() {
 $("e-cron").addEventListener("input", schedulePreview);
 $("e-zone").addEventListener("input", () => selectedKind() === "cron" && schedulePreview());
 
+// --- pause and resume ----------------------------------------------------------------------
+
+async function pauseOrResume(resume) {
+  const d = state.detail;
+  if (!d) return;
+  const button = $(resume ? "resume" : "pause");
+  button.disabled = true;
+  try {
+    const value = await api.pause(d.sessionId, d.id, recordOf(d.entry), resume);
+    if (state.detail !== d) return;
+    $("detail-message").textContent = resume
+      ? value.code === "schedule_ended" ? "Resumed: the rule has no occurrence left, so the reminder has ended." : "Resumed: occurrences missed while paused are not delivered."
+      : "Paused: it will not be delivered until it is resumed.";
+  } catch (err) {
+    if (state.detail !== d) return;
+    if (err instanceof ApiError && err.code === "schedule_conflict") $("detail-message").textContent = "This reminder changed on the server; it is shown as it is now. Try again.";
+    else fail($("detail-message"), err);
+  } finally {
+    button.disabled = false;
+  }
+  await refreshDetail();
+  (resume ? $("pause") : $("resume")).focus();
+}
+
+$("pause").addEventListener("click", () => pauseOrResume(false));
+$("resume").addEventListener("click", () => pauseOrResume(true));
+
 // --- delete --------------------------------------------------------------------------------
 
 $("delete").addEventListener("click", () => {
   if (!state.detail) return;
   const entry = state.detail.entry;
-  $("confirm-text").textContent = `Delete the reminder “${entry.title}” (${entry.id}) of session ${entry.sessionId}? This cannot be undone; a message already delivered stays in the session.`;
+  // Each piece of user text in its own <bdi dir=auto>: a bidi override (U+202E) in a title
+  // cannot reorder the rest of the question (docs/operations.md#web-page).
+  $("confirm-text").replaceChildren(
+    "Delete the reminder “", userText(entry.title), "” (", userText(entry.id), ") of session ",
+    userText(entry.sessionId), "? This cannot be undone; a message already delivered stays in the session.");
   $("confirm").returnValue = "";
   $("confirm").showModal();
 });
@@ -699,7 +751,7 @@ $("confirm").addEventListener("close", async () => {
     return;
   }
   state.detail = null;
-  state.flash = `Deleted “${d.entry.title}”.`;
+  state.flash = `Deleted “${isolated(d.entry.title)}”.`;
   location.hash = "#/";
 });
 

@@ -1,6 +1,7 @@
-"""The HTTP catalog's index (schedlog.serve.catalog_index) gives exactly the pages of the
+"""The catalog index (schedlog.host.catalog) gives exactly the pages of the
 reference scan, after any mix of creates, updates, deletions, deliveries and archive stops,
-for every filter, order and cursor, on both store backends; and SQLite's catalog rows equal
+for every filter, order and cursor, on both file store backends (PostgreSQL pages by SQL:
+tests/host/test_catalog_postgres.py); and SQLite's catalog rows equal
 the decoded tasks, escapes included."""
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedlog.host.catalog import CatalogIndex, CatalogQuery, index_for, scan_page
 from schedlog.host.service import HostService
 from schedlog.host.stores.open import open_store
 from schedlog.host.stores.sqlite import SqliteTaskStore
 from schedlog.host.task import Task
 from schedlog.rules.instants import format_instant
 from schedlog.runtime.clock import VirtualClock
-from schedlog.serve.catalog_index import CatalogIndex, CatalogQuery, index_for, scan_page
 from tests.host.helpers import T0, MemorySessions
 
 SESSIONS = ("s-1", "s-2", "s-3")

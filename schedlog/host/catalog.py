@@ -1,22 +1,28 @@
-"""The catalog behind ``GET /v1/tasks`` (docs/http-api.md): pages by next target, with the
-session, status and title filters, fast at 100,000 tasks.
+"""The task catalog (docs/http-api.md, docs/protocol.md#remote): every task by next target
+``(scheduledAt, id)``, ids by code point, paged, with the session, status and title filters,
+fast at 100,000 tasks. ``GET /v1/tasks``, ``schedlog host catalog`` and the remote ``catalog``
+read it through :class:`~schedlog.host.service.HostService` (``catalog_page``, ``catalog``) or
+:func:`ordered_tasks`.
 
 :func:`scan_page` is the readable reference: decode every task, filter, sort, cut. It reads
-the whole store on every request (about 13 s at 100,000 SQLite tasks here), so the route uses
-:class:`CatalogIndex` instead, and the tests prove the two give the same pages.
+the whole store on every request (about 13 s at 100,000 SQLite tasks here), so
+:class:`Catalog` pages another way, by store, and the tests prove each gives the pages of the
+reference:
 
-The index keeps every task's sort key ``(scheduledAt, id)`` in a sorted list and its filter
-fields (session, title, active) in a dict, built once from the store in one query
-(a :class:`~schedlog.host.stores.base.CatalogRows` store) or from the decoded tasks.
-It listens to the host's change events and only marks the changed ids; each page first
-re-reads those ids from the store, so a page always reflects every committed write. A page
-then walks the sorted keys from the cursor and decodes only the tasks it returns.
-
-The index is used only over a :class:`~schedlog.host.stores.base.LocalStore` (the file
-stores), which this process holds exclusively, so every
-write to them is its own and reported. A PostgreSQL store may be shared by several hosts whose
-changes arrive by ``LISTEN``, and such notifications can be lost while the connection is
-re-opened; there the catalog stays the reference scan (:func:`index_for` returns None).
+* over a :class:`~schedlog.host.stores.base.LocalStore` (the file stores, which this process
+  holds exclusively, so every write to them is its own and reported), :class:`CatalogIndex`:
+  every task's sort key ``(scheduledAt, id)`` in a sorted list and its filter fields (session,
+  title, active) in a dict, built once from the store in one query (a
+  :class:`~schedlog.host.stores.base.CatalogRows` store) or from the decoded tasks. It listens
+  to the host's change events and only marks the changed ids; each page first re-reads those
+  ids from the store, so a page always reflects every committed write. A page then walks the
+  sorted keys from the cursor and decodes only the tasks it returns;
+* over a store that orders its tasks itself (:class:`~schedlog.host.stores.base.OrdersCatalog`,
+  PostgreSQL by SQL), the store's rows from the cursor with the session and active filters
+  applied, the title and the exact status checked here. A PostgreSQL store may be shared by
+  several hosts whose changes arrive by ``LISTEN``, and such notifications can be lost while
+  the connection is re-opened, so no index is kept of it (:func:`index_for` returns None);
+* over any other store, the reference scan.
 """
 
 from __future__ import annotations
@@ -27,14 +33,35 @@ from typing import Final, NamedTuple
 from sortedcontainers import SortedList
 
 from schedlog.host.changes import ChangeSource, TaskChange
-from schedlog.host.stores.base import CatalogRows, LocalStore, TaskStore
+from schedlog.host.stores.base import CatalogKey, CatalogRows, LocalStore, OrdersCatalog, TaskStore
 from schedlog.host.task import Task
 
-__all__ = ["CatalogIndex", "CatalogQuery", "Page", "index_for", "scan_page"]
+__all__ = [
+    "CATALOG_STATUSES",
+    "DEFAULT_CATALOG_PAGE",
+    "MAX_CATALOG_PAGE",
+    "Catalog",
+    "CatalogIndex",
+    "CatalogQuery",
+    "Page",
+    "StatusOf",
+    "catalog_order",
+    "effective_status",
+    "index_for",
+    "ordered_page",
+    "ordered_tasks",
+    "scan_page",
+]
+
+#: The largest catalog page, and the size of one when none is asked for.
+MAX_CATALOG_PAGE: Final = 500
+DEFAULT_CATALOG_PAGE: Final = 100
+#: The statuses a catalog page can be filtered by.
+CATALOG_STATUSES: Final = ("active", "inactive", "retrying", "paused")
 
 #: ``task -> effective status`` ("active", "inactive" or "retrying").
 StatusOf = Callable[[Task], str]
-Key = tuple[int, str]
+Key = CatalogKey
 _NO_KEY: Final = (0, "")
 
 
@@ -62,6 +89,25 @@ def _after(key: Key, query: CatalogQuery) -> bool:
     if query.cursor is None:
         return True
     return key < query.cursor if query.descending else key > query.cursor
+
+
+def effective_status(task: Task) -> str:
+    """The status of a task no delivery sink is retrying."""
+    return task.effective_status
+
+
+def catalog_order(tasks: Iterable[Task]) -> list[Task]:
+    """``tasks`` by ``(scheduledAt, id)``, ids by code point: the catalog's order."""
+    return sorted(tasks, key=_key)
+
+
+def ordered_tasks(store: TaskStore) -> list[Task]:
+    """Every task of ``store`` in the catalog's order: the one listing behind the catalog
+    (``HostCore.catalog``; ``schedlog host catalog`` sorts what it read by
+    :func:`catalog_order`)."""
+    if isinstance(store, OrdersCatalog):
+        return [st.task for st in store.catalog_tasks()]
+    return catalog_order(st.task for st in store.tasks())
 
 
 def scan_page(tasks: Iterable[Task], query: CatalogQuery, status_of: StatusOf) -> Page:
@@ -171,3 +217,60 @@ def index_for(store: TaskStore, source: ChangeSource) -> CatalogIndex | None:
     if isinstance(store, LocalStore) and store.locked_by_this_process:
         return CatalogIndex(store, source)
     return None
+
+
+def ordered_page(store: OrdersCatalog, query: CatalogQuery, status_of: StatusOf) -> Page:
+    """A page from a store that orders its tasks itself: it applies the cursor, the session and
+    active filters; the title and the exact status (``retrying``) are checked here. Equal to
+    :func:`scan_page` over every stored task."""
+    active = None if query.status is None else query.status != "inactive"
+    out: list[Task] = []
+    rows = store.catalog_tasks(
+        query.cursor,
+        descending=query.descending,
+        session_id=query.session_id,
+        active=active,
+        title=query.title,
+        batch=query.limit + 1,
+    )
+    for st in rows:
+        task = st.task
+        if query.title is not None and query.title not in (task.record.title or "").casefold():
+            continue
+        if query.status is not None and status_of(task) != query.status:
+            continue
+        if len(out) == query.limit:
+            return Page(out, True)
+        out.append(task)
+    return Page(out, False)
+
+
+class Catalog:
+    """The catalog of one host's store: pages by the fastest way the store allows (see the
+    module docstring). The index, when there is one, is built at the first page or at
+    :meth:`open`, and kept current through ``source``'s change events until :meth:`close`."""
+
+    def __init__(self, store: TaskStore, source: ChangeSource) -> None:
+        self._store = store
+        self._source = source
+        self._index: CatalogIndex | None = None
+        self._opened = False
+
+    def open(self) -> None:
+        """Build the index now (``host serve`` does at start, so no page waits for it)."""
+        if not self._opened:
+            self._index = index_for(self._store, self._source)
+            self._opened = True
+
+    def page(self, query: CatalogQuery, status_of: StatusOf = effective_status) -> Page:
+        self.open()
+        if self._index is not None:
+            return self._index.page(query, status_of)
+        if isinstance(self._store, OrdersCatalog):
+            return ordered_page(self._store, query, status_of)
+        return scan_page((st.task for st in self._store.tasks()), query, status_of)
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None

@@ -1,0 +1,316 @@
+"""Batched delivery to session logs (docs/operations.md#burst-sizing, docs/decisions.md
+"Batched delivery").
+
+When many reminders fall due together, delivering them one group at a time costs one append
+with its ``fsync`` and one store transaction per group. A batched pass delivers up to
+:data:`MAX_BATCH_TASKS` due tasks in one FIFO slot instead:
+
+1. **Per session** (on a small thread pool when the run has :data:`PARALLEL_FROM` sessions or
+   more, else on the loop): the session's log is resolved, its groups are planned as
+   :meth:`HostCore.deliver_group` plans them (the same members, occurrences, message ids and
+   recovery from what the log already holds), their follow-ups are appended in group order and
+   made durable by one barrier. Sessions run in parallel, so their ``fsync``\\ s overlap. A
+   session whose planning, append or barrier fails fails all its groups, and its cached log is
+   dropped, so the next pass re-reads what was written (recovered, never sent twice).
+2. **Commit** (on the pool when threaded): every member of every session that was made
+   durable is committed in one store transaction (:class:`ReplacesMany`). A failed commit
+   fails every group of the run; the logs hold the follow-ups, so the next pass recovers them.
+3. **Index and report** (on the loop): the timer index and change listeners are updated.
+
+The one-group path (:meth:`HostCore.deliver_group`) stays the readable reference: a batched
+pass leaves the same session logs, byte for byte, and the same store (tests/host/test_batch.py).
+Only a store this host alone writes (the local timer index) is batched, for session logs; a
+shared store and webhook delivery keep the one-group path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Final, NamedTuple, Protocol, runtime_checkable
+
+import structlog
+
+from schedlog._crashpoints import crashpoint
+from schedlog.errors import ScheduleError
+from schedlog.host.changes import TaskChange
+from schedlog.host.core import MSG_BARRIER, HostCore, _Plan
+from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member
+from schedlog.host.due import LocalTimerIndex
+from schedlog.host.sessions import SessionHandle
+from schedlog.host.stores.base import StoredTask, WritesFromAnyThread
+from schedlog.host.task import Task
+
+__all__ = [
+    "MAX_BATCH_TASKS",
+    "PARALLEL_FROM",
+    "POOL_THREADS",
+    "BatchDelivery",
+    "DueSnapshot",
+    "Outcome",
+    "ReplacesMany",
+    "batchable",
+    "chunks",
+]
+
+#: The most due tasks one batched pass takes (one FIFO slot, one store transaction).
+MAX_BATCH_TASKS: Final = 1_000
+#: Threads that append to session logs in parallel (their ``fsync``\\ s overlap).
+POOL_THREADS: Final = 4
+#: The fewest sessions in a run for which the appends and the commit leave the loop.
+PARALLEL_FROM: Final = 8
+
+#: What a group's delivery came to: its message (None when nothing was sent), or its failure.
+Outcome = Delivered | GroupFailed | None
+
+_log = structlog.get_logger("schedlog.host")
+
+
+@runtime_checkable
+class ReplacesMany(Protocol):
+    """A store that rewrites several existing tasks in one durable, all-or-nothing write."""
+
+    def replace_many(self, tasks: Sequence[Task]) -> None: ...
+
+
+def batchable(core: HostCore) -> bool:
+    """Whether ``core``'s deliveries to session logs may be batched: a store this host alone
+    writes (the local timer index) that rewrites many tasks at once from a worker thread."""
+    store = core.store
+    return (
+        isinstance(core.due_tasks, LocalTimerIndex)
+        and isinstance(store, ReplacesMany)
+        and isinstance(store, WritesFromAnyThread)
+        and store.writes_from_any_thread
+    )
+
+
+def chunks(
+    groups: Sequence[Group], limit: int = MAX_BATCH_TASKS, max_sessions: int | None = None
+) -> list[list[Group]]:
+    """``groups`` cut into runs of about ``limit`` members, a session's groups kept together
+    and in order (so each session costs one barrier per pass, not one per run). Sessions come
+    in order of their first group; a session with more than ``limit`` members is split between
+    runs in order; a group is never split. Only the order inside a session is the protocol's:
+    sessions are independent logs. A run holds at most ``max_sessions`` sessions (the open logs
+    the sessions directory keeps: none of a run's logs is closed while the run appends)."""
+    by_session: dict[str, list[Group]] = {}
+    for group in groups:
+        by_session.setdefault(group.session_id, []).append(group)
+    out: list[list[Group]] = []
+    run: list[Group] = []
+    size = 0
+    sessions = 0  # in the run
+    for session_groups in by_session.values():
+        if max_sessions is not None and sessions >= max_sessions:
+            out.append(run)
+            run, size, sessions = [], 0, 0
+        sessions += 1
+        for group in session_groups:
+            if run and size + len(group.ids) > limit:
+                out.append(run)
+                run, size, sessions = [], 0, 1
+            run.append(group)
+            size += len(group.ids)
+    if run:
+        out.append(run)
+    return out
+
+
+class DueSnapshot:
+    """The due tasks a drive pass scanned, trusted until a durable write reports one of them
+    changed (then it is read again): a batched pass decodes each due task once, not twice.
+    Every write of a local store goes through the FIFO and reports its change, and the runs of
+    a pass read here only inside their FIFO slot. :meth:`close` stops listening."""
+
+    def __init__(self, core: HostCore, due: Sequence[StoredTask]) -> None:
+        self._tasks = {st.task.id: st for st in due}
+        self._changed: set[str] = set()
+        self._read = core.store.get
+        self.close = core.subscribe_changes(lambda change: self._changed.add(change.id))
+
+    def get(self, task_id: str) -> StoredTask | None:
+        st = self._tasks.get(task_id)
+        if st is None or task_id in self._changed:
+            return self._read(task_id)
+        return st
+
+
+class _Session(NamedTuple):
+    """One session's part of a run: its planned groups, the outcomes already known (nothing to
+    send, or a failure before the append), and the append's failure."""
+
+    session_id: str
+    plans: list[_Plan]
+    outcomes: dict[int, Outcome]
+    error: BaseException | None
+
+
+class BatchDelivery:
+    """Delivers runs of groups to session logs, one run per FIFO slot (see the module)."""
+
+    def __init__(self, core: HostCore, now: Callable[[], int], threads: int = POOL_THREADS) -> None:
+        self.core = core
+        self.now = now
+        #: The fewest sessions in a run for which it leaves the loop (:data:`PARALLEL_FROM`).
+        self.parallel_from = PARALLEL_FROM
+        self._pool: ThreadPoolExecutor = ThreadPoolExecutor(
+            max(1, threads), thread_name_prefix="schedlog-batch"
+        )
+
+    def close(self) -> None:
+        """Stop the pool (the FIFO has drained: nothing runs on it)."""
+        self._pool.shutdown(wait=True)
+
+    async def deliver(self, groups: Sequence[Group], due: DueSnapshot) -> list[Outcome]:
+        """Deliver one run of groups (call from its FIFO slot); an outcome per group, in
+        order. Members are read from ``due`` (the pass's scan) unless a write touched them."""
+        by_session: dict[str, list[Group]] = {}
+        for group in groups:
+            by_session.setdefault(group.session_id, []).append(group)
+        loop = asyncio.get_running_loop()
+        # A small run stays on the loop: a thread hop costs more than it saves there.
+        threaded = len(by_session) >= self.parallel_from
+        if threaded:
+            await loop.run_in_executor(self._pool, self._touch, list(by_session))
+            sessions = await asyncio.gather(
+                *(
+                    loop.run_in_executor(self._pool, self._session, sid, session_groups, due.get)
+                    for sid, session_groups in by_session.items()
+                )
+            )
+        else:
+            self._touch(list(by_session))
+            sessions = [self._session(sid, g, due.get) for sid, g in by_session.items()]
+        outcomes: dict[int, Outcome] = {}
+        durable: list[_Plan] = []
+        for session in sessions:
+            outcomes.update(session.outcomes)
+            if session.error is None:
+                durable.extend(session.plans)
+                continue
+            self.core.sessions.discard(session.session_id)
+            for plan in session.plans:
+                outcomes[id(plan.group)] = GroupFailed(_planned_ids(plan), session.error)
+        delivered_at = self.now()
+        try:
+            if threaded:
+                commits = await loop.run_in_executor(
+                    self._pool, _commit_all, self.core, durable, delivered_at
+                )
+            else:
+                commits = _commit_all(self.core, durable, delivered_at)
+        except Exception as exc:
+            for session in sessions:
+                self.core.sessions.discard(session.session_id)
+            for plan in durable:
+                outcomes[id(plan.group)] = GroupFailed(_planned_ids(plan), exc)
+            return [outcomes.get(id(group)) for group in groups]
+        changes: list[TaskChange] = []
+        for plan, pairs in zip(durable, commits, strict=True):
+            for st, task in pairs:
+                self.core.due_tasks.reindex(StoredTask(st.seq, task))
+                changes.append(TaskChange(task.id, task.session_id, "delivered"))
+            sent = plan.outgoing
+            outcomes[id(plan.group)] = (
+                None if sent is None else sent.delivered._replace(delivered_at=delivered_at)
+            )
+        self.core.notify(changes)
+        return [outcomes.get(id(group)) for group in groups]
+
+    def _touch(self, session_ids: list[str]) -> None:
+        """The legacy warnings of sessions seen for the first time, one after another."""
+        for session_id in session_ids:
+            self.core.touch_session(session_id)
+
+    def _session(
+        self, session_id: str, groups: list[Group], get: Callable[[str], StoredTask | None]
+    ) -> _Session:
+        """One session's part of the run (on a pool thread when threaded): resolve its log,
+        plan its groups in order, append their follow-ups, then one barrier. A failure fails
+        every group of the session (their ``error``); nothing about it is committed."""
+        core = self.core
+        session = _Session(session_id, [], {}, None)
+        try:
+            handle = core.sessions.resolve(session_id)
+        except Exception as exc:
+            unresolved: dict[int, Outcome] = {id(g): GroupFailed(g.ids, exc) for g in groups}
+            return session._replace(outcomes=unresolved)
+        try:
+            for group in groups:
+                plan = core._plan_members(group, handle, self.now, get)
+                if plan is None:
+                    session.outcomes[id(group)] = None
+                else:
+                    session.plans.append(plan)
+        except Exception as exc:
+            core.sessions.discard(session_id)
+            failed: dict[int, Outcome] = {id(g): GroupFailed(g.ids, exc) for g in groups}
+            return session._replace(plans=[], outcomes=failed)
+        return session._replace(error=_append(handle, session.plans))
+
+
+def _planned_ids(plan: _Plan) -> tuple[str, ...]:
+    planned = {st.task.id for st, _ in plan.members}
+    return tuple(i for i in plan.group.ids if i in planned)
+
+
+def _append(handle: SessionHandle, plans: list[_Plan]) -> BaseException | None:
+    """Append the follow-ups of ``plans`` in order, then one barrier. Returns the failure, if
+    any, instead of raising it."""
+    try:
+        if any(plan.outgoing is not None for plan in plans):
+            for plan in plans:
+                if plan.outgoing is not None:
+                    handle.append(plan.outgoing.event)
+            if not handle.flush():
+                raise ScheduleError("internal_error", MSG_BARRIER)
+        crashpoint("batch.after_session")
+    except Exception as exc:
+        return exc
+    return None
+
+
+def _commit_all(
+    core: HostCore, plans: list[_Plan], delivered_at: int
+) -> list[list[tuple[StoredTask, Task]]]:
+    """The run's one store transaction: each plan's members with the tasks their delivery
+    commits write (docs/protocol.md#host-delivery step 3.7)."""
+    commits = [
+        [
+            (st, commit_member(st.task, d, plan.ids[st.task.id], delivered_at, core.retention))
+            for st, d in plan.members
+        ]
+        for plan in plans
+    ]
+    tasks = [task for pairs in commits for _, task in pairs]
+    if tasks:
+        store = core.store
+        assert isinstance(store, ReplacesMany)
+        crashpoint("batch.before_commit")
+        store.replace_many(tasks)
+    return commits
+
+
+def burst_summary(sent: Sequence[Delivered]) -> None:
+    """Log one ``delivery.burst`` line for a drive pass that sent more than one message: the
+    reminders, sessions and messages it delivered and the worst lateness
+    (docs/operations.md#host-run)."""
+    if len(sent) < 2:
+        return
+    lateness = [ms for ms in (d.lateness_ms() for d in sent) if ms is not None]
+    worst = max(lateness, default=0)
+    count = sum(len(d.members) for d in sent)
+    sessions = len({d.session_id for d in sent})
+    _log.info(
+        "delivery.burst",
+        reminders=count,
+        sessions=sessions,
+        messages=len(sent),
+        worstLatenessMs=worst,
+        message=(
+            f"schedule: delivered {count} reminders to {sessions} sessions in {len(sent)}"
+            f" messages, worst lateness {worst} ms"
+        ),
+    )

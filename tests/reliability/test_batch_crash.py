@@ -1,0 +1,114 @@
+"""SIGKILL inside a batched delivery on the pool (schedlog/host/batch.py): after some sessions'
+appends, between the appends and the commit, inside the commit, mid-line and before a barrier.
+
+The crash matrix (tests/reliability/test_crash_matrix.py) kills small passes, which stay on the
+event loop; this burst is over 12 sessions, so the sessions run on the pool in parallel when the
+process dies. A restart must deliver every due member exactly once: 0 lost, 0 duplicated.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schedlog._crashpoints import ENV
+from schedlog.eventlog.reader import read_log
+from schedlog.host.sessions import SessionsDirectory
+from schedlog.host.stores.sqlite import SqliteTaskStore
+from tests.host.helpers import T0, task
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSIONS = [f"s-{i}" if i % 3 else f"<b>{i}</b> ü" for i in range(12)]
+NOW = T0 + 600_000
+
+#: The child: one batched pass over the store, killed at the armed point.
+CHILD = """
+import asyncio, sys
+from pathlib import Path
+from schedlog.host.service import HostService
+from schedlog.host.sessions import SessionsDirectory
+from schedlog.host.stores.sqlite import SqliteTaskStore
+from schedlog.runtime.clock import VirtualClock
+
+async def main(root, now):
+    store = SqliteTaskStore.open(root / "schedule.db")
+    svc = HostService(store, SessionsDirectory(root / "sessions"), VirtualClock(now),
+                      auto_drive=False)
+    await svc.tick()
+    await svc.aclose()
+
+asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2])))
+"""
+
+
+def _tasks() -> list[object]:
+    out = []
+    for i, session in enumerate(SESSIONS):
+        for j in range(3):
+            out.append(task(f"schedule-{i:02d}-{j}", session, after_seconds=30 + 60 * j))
+        out.append(task(f"schedule-{i:02d}-r", session, every_seconds=60))
+    return out
+
+
+def _pass(root: Path, point: str | None) -> int:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop(ENV, None)
+    if point is not None:
+        env[ENV] = point
+    run = subprocess.run(
+        [sys.executable, "-c", CHILD, str(root), str(NOW)],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    return run.returncode
+
+
+def _members(root: Path) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for path in sorted((root / "sessions").iterdir()):
+        for event in read_log(path).events:
+            if event.type == "message/followup":
+                data = event.data
+                out.extend((r["id"], r["occurrenceAt"]) for r in data["reminders"])
+    return out
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "batch.after_session@1",
+        "batch.after_session@7",
+        "batch.before_commit",
+        "sqlite_store.in_transaction",
+        "eventlog.before_barrier@4",
+        "eventlog.mid_line@9",
+    ],
+)
+def test_kill_inside_a_batched_pass_loses_and_doubles_nothing(tmp_path: Path, point: str) -> None:
+    store = SqliteTaskStore.open(tmp_path / "schedule.db")
+    store.insert_many(_tasks())  # type: ignore[arg-type]
+    store.close()
+    assert _pass(tmp_path, point) == -9  # killed at the point
+    assert _pass(tmp_path, None) == 0  # the restart's pass recovers
+    members = _members(tmp_path)
+    assert len(members) == len(set(members)), "a member delivered twice"
+    due = {f"schedule-{i:02d}-{j}" for i in range(len(SESSIONS)) for j in ("0", "1", "2", "r")}
+    assert {task_id for task_id, _ in members} == due, "a member lost"
+    assert len(members) == len(due)  # a recurring rule: its latest missed occurrence only
+    reopened = SqliteTaskStore.open(tmp_path / "schedule.db")  # validates every row
+    try:
+        for st in reopened.tasks():
+            if st.task.record.is_one_shot:
+                assert not st.task.active
+            else:  # the latest missed occurrence only, then the next target
+                assert st.task.record.scheduled_at > NOW
+            assert st.task.last_delivery is not None
+    finally:
+        reopened.close()
+    SessionsDirectory(tmp_path / "sessions").close()
