@@ -2,7 +2,7 @@
 
 The second part (the tail) is folded without the first part's state: deletes and dispatches of
 records it did not create are kept, in order, and joined into the first part's fold
-(``chunk_fold.ChunkFold.join``). Wherever the log is split, and whatever the tail's work gives (its result,
+(``ChunkFold.join``). Wherever the log is split, and whatever the tail's work gives (its result,
 nothing, garbage), the result must be the one of the unsplit fast path, which
 ``tests/invariant/test_fastcheck.py`` proves equal to the reference.
 """
