@@ -12,6 +12,7 @@ import pytest
 from schedlog.cli import _split
 from schedlog.cli._logs import check_session_log
 from schedlog.invariant import fastcheck
+from schedlog.invariant.chunk_fold import ChunkFold
 from schedlog.invariant.fastcheck import fast_check
 from schedlog.rules.instants import format_instant, parse_canonical_instant
 from schedlog.rules.text import js_dumps
@@ -65,14 +66,14 @@ def test_two_processes_agree_with_one(tmp_path: Path, broken_at: int | None) -> 
         stream.write(b'{"type":"sched')  # a torn tail, read by the child
     one = fast_check(path)
     joined: list[bool] = []
-    real_join = fastcheck._Chunk.join
+    real_join = ChunkFold.join
 
     def join(self: Any, result: bytes | None) -> Any:
         joined.append(bool(result))
         return real_join(self, result)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fastcheck._Chunk, "join", join)
+        patch.setattr(ChunkFold, "join", join)
         two = fast_check(path, split=_split.fork_split)
     assert two == one
     # The child's result arrived (a delete of a record it did not create is left to the join,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from typing import Any
 
 import pytest
@@ -23,7 +24,8 @@ from hypothesis import strategies as st
 
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import parse_lines
-from schedlog.invariant import fastcheck
+from schedlog.invariant import chunk_checks, fastcheck
+from schedlog.invariant.chunk_fold import ChunkFold
 from schedlog.invariant.fastcheck import fast_check, fast_check_bytes
 from schedlog.invariant.logs import validate_log
 from schedlog.rules.instants import format_instant, parse_canonical_instant
@@ -54,8 +56,22 @@ def reference(data: bytes) -> Any:
     )
 
 
-def fast(data: bytes, chunk: int) -> Any:
-    result = fast_check_bytes(data, file="f", chunk=chunk)
+_TYPE_TEXT = re.compile(rb'"type"\s*:\s*"([^"\\]*)"')
+
+
+def log_types(data: bytes) -> frozenset[str]:
+    """The ``type`` texts written plainly in ``data`` (and one more), as a process that checked
+    logs like it before would expect them (``fastcheck._KINDS_SEEN``)."""
+    found = {t.decode("utf-8", "replace") for t in _TYPE_TEXT.findall(data)}
+    return frozenset(found - {"", "session/header"} | {"message/user"})
+
+
+def fast(data: bytes, chunk: int, kinds: frozenset[str] = frozenset()) -> Any:
+    """The fast path's result, its first chunk tried in one pass with ``kinds`` expected (none:
+    the first chunk in two passes)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fastcheck, "_KINDS_SEEN", [kinds])
+        result = fast_check_bytes(data, file="f", chunk=chunk)
     if result is None:
         return None
     contents, state = result
@@ -71,8 +87,12 @@ def fast(data: bytes, chunk: int) -> Any:
 
 
 def agree(data: bytes, chunk: int) -> bool:
-    """Whether the fast path took ``data``; fails when it took it differently."""
+    """Whether the fast path took ``data``; fails when it took it differently, or took it
+    differently with the event types of earlier logs expected."""
     got = fast(data, chunk)
+    guessed = fast(data, chunk, log_types(data))
+    if guessed is not None:
+        assert guessed == reference(data)
     if got is None:
         return False
     assert got == reference(data)
@@ -181,18 +201,18 @@ def test_valid_logs_agree(data: bytes, chunk: int) -> None:
 def test_writer_logs_are_taken_a_chunk_at_a_time(events: list[Any], chunk: int, style: str) -> None:
     data = b"".join(spell(v, style) for v in [header(), *events])
     taken = []
-    real = fastcheck._Chunk._fast
+    real = ChunkFold._fast
 
     def counted(self: Any, body: bytes, rows: list[bytes]) -> int:
         taken.append(body)
         return real(self, body, rows)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fastcheck._Chunk, "_fast", counted)
+        patch.setattr(ChunkFold, "_fast", counted)
         lines_read = []
-        slow = fastcheck._Chunk._lines
+        slow = ChunkFold._lines
         patch.setattr(
-            fastcheck._Chunk, "_lines", lambda self, body: (lines_read.append(1), slow(self, body))
+            ChunkFold, "_lines", lambda self, body: (lines_read.append(1), slow(self, body))
         )
         assert agree(data, chunk)
     # Lines of other events are all JSON the fast path can read whole, but a payload may hold
@@ -318,6 +338,15 @@ DELETE = js_dumps({"type": "schedule/change", "data": delete_data("a")}).encode(
         CREATE + b"\n \n",
         CREATE + b" " + CREATE + b"\n",
         b'{"type":"a","data":' + b"[" * 300 + b"]" * 300 + b"}\n",
+        # nesting the reference refuses (docs/protocol.md#limits), in '[' or '{' alone or both,
+        # after a payload with ':' (the openers are counted with the ':' in one pass)
+        b'{"type":"a","data":{"k:":1}}\n{"type":"a","data":' + b"[" * 1000 + b"]" * 1000 + b"}\n",
+        b'{"type":"a","data":{"k:":1}}\n{"type":"a","data":'
+        + b'{"a":' * 1000
+        + b"1"
+        + b"}" * 1000
+        + b"}\n",
+        b'{"type":"a","data":' + b'[{"a":' * 500 + b"1" + b"}]" * 500 + b"}\n",
         b'{"type":"a","data":[' + b"1" * 4400 + b"]}\n",
         b'{"type":"a","data":"\xff"}\n',
         b'\xef\xbb\xbf{"type":"a","data":1}\n',
@@ -400,22 +429,22 @@ _instant_like = st.one_of(
 @given(st.lists(_instant_like, max_size=12))
 def test_instants_of_a_chunk_are_parsed_as_one_by_one(texts: list[str]) -> None:
     parse = parse_canonical_instant
-    assert fastcheck._instants_ms(texts, parse) == [parse(t) for t in texts]
+    assert chunk_checks.instants_ms(texts, parse) == [parse(t) for t in texts]
 
 
 @given(st.lists(_canonical, min_size=1, max_size=12))
 def test_canonical_instants_of_a_chunk_take_the_one_decode(texts: list[str]) -> None:
     texts = [t for t in texts if "-02-29" not in t] or ["2026-05-01T09:00:00.000Z"]
     called = []
-    real = fastcheck._decode_datetimes
+    real = chunk_checks._decode_datetimes
 
     def counted(data: bytes) -> Any:
         called.append(1)
         return real(data)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fastcheck, "_decode_datetimes", counted)
-        assert fastcheck._instants_ms(texts, parse_canonical_instant) == [
+        patch.setattr(chunk_checks, "_decode_datetimes", counted)
+        assert chunk_checks.instants_ms(texts, parse_canonical_instant) == [
             parse_canonical_instant(t) for t in texts
         ]
     assert called == [1]
@@ -489,3 +518,28 @@ def test_chunk_wide_checks_agree(body: bytes, taken: bool, chunk: int) -> None:
     data = HEAD + body
     assert agree(data, chunk) == taken
     assert (reference(data)[0] != "error") == taken
+
+
+@pytest.mark.parametrize(
+    ("payload", "deep"),
+    [
+        (b"[" * 150 + b"]" * 150, False),
+        (b"[" * 199 + b"]" * 199, True),
+        (b'{"a":' * 199 + b"1" + b"}" * 199, True),
+        (b'[{"a":' * 100 + b"1" + b"}]" * 100, True),
+        (b"[" * 100 + b'"' + b"[" * 300 + b'"' + b"]" * 100, False),  # a '[' in a string counts too
+    ],
+)
+def test_a_deep_untyped_payload_sends_its_chunk_line_by_line(payload: bytes, deep: bool) -> None:
+    # The fast path refuses nesting past 199 levels in a chunk (chunk_checks.check_untyped),
+    # beside payloads holding ':' and over 380 bytes; the reference then reads it.
+    body = b'{"type":"a","data":{"k:":"' + b"x" * 400 + b'"}}\n'
+    body += b'{"type":"a","data":' + payload + b"}\n" + CREATE + b"\n"
+    lines_read: list[int] = []
+    slow = ChunkFold._lines
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            ChunkFold, "_lines", lambda self, body: (lines_read.append(1), slow(self, body))
+        )
+        assert agree(HEAD + body, 1 << 18)
+    assert bool(lines_read) == (deep or b'"' in payload)

@@ -2,7 +2,7 @@
 
 The second part (the tail) is folded without the first part's state: deletes and dispatches of
 records it did not create are kept, in order, and joined into the first part's fold
-(``_Chunk.join``). Wherever the log is split, and whatever the tail's work gives (its result,
+(``ChunkFold.join``). Wherever the log is split, and whatever the tail's work gives (its result,
 nothing, garbage), the result must be the one of the unsplit fast path, which
 ``tests/invariant/test_fastcheck.py`` proves equal to the reference.
 """
@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from schedlog.invariant import fastcheck
+from schedlog.invariant.chunk_fold import ChunkFold
 from schedlog.invariant.fastcheck import fast_check_bytes
 from schedlog.rules.text import js_dumps
 from tests.eventlog.helpers import create_data, delete_data, dispatch_data, header
@@ -54,7 +55,7 @@ def split_check(
     (at or past the last line end: not split), and whether each join used the tail's result."""
     ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
     joins: list[bool] = []
-    real_join = fastcheck._Chunk.join
+    real_join = ChunkFold.join
 
     def join(self: Any, result: bytes | None) -> Any:
         joined = real_join(self, result)
@@ -68,7 +69,7 @@ def split_check(
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(fastcheck, "_middle", middle)
-        patch.setattr(fastcheck._Chunk, "join", join)
+        patch.setattr(ChunkFold, "join", join)
         result = fast_check_bytes(data, file="f", chunk=chunk, split=split, min_split=0)
     return result, joins
 

@@ -1,0 +1,426 @@
+"""The fold of a log's chunks in the fast path of ``validate`` and ``replay``
+(:mod:`schedlog.invariant.fastcheck`): :class:`ChunkFold` holds the fold so far and takes the
+next chunk of complete lines into it.
+
+A documented internal module of :mod:`schedlog.invariant`: :mod:`schedlog.invariant.fastcheck`
+uses it; nothing outside schedlog should.
+
+How a chunk of complete lines is taken (:meth:`ChunkFold.take`), all or nothing:
+
+* the chunk is split at every ``\\n`` and each line is decoded on its own, by one
+  ``msgspec`` decoder call per line (all the lines in one ``map``), into an envelope of exactly
+  ``type`` and ``data`` (``data`` kept raw); :mod:`schedlog.invariant.chunk_lines` argues why
+  the fast path then sees exactly the lines the reference sees;
+* the payloads of the ``schedule/change`` lines are decoded in one more call into typed
+  changes, and those of the ``message/followup`` lines into the shape writers emit; integer
+  ranges and ``version`` 1 are checked by the decoder;
+* the checks :mod:`schedlog.eventlog.fastline` makes line by line are made for the whole
+  chunk (:mod:`schedlog.invariant.chunk_checks`);
+* the changes are checked (trimmed ids and prompts, titles, canonical instants) and folded.
+
+A chunk that is not taken is read line by line, as the summary read reads it (``fastline``
+first, the reference decoder for the rest), and folded the same way; a chunk whose count of
+``:`` does not add up is first unfolded. A corrupt line, a change the fold refuses, a line
+over the length limit or a log without a complete header ends the fast path (None).
+
+The tail of a split log (:mod:`schedlog.invariant.fastcheck`), folded from an empty state,
+keeps the deletes and dispatches of records it did not create, in order, instead of refusing
+them, and gives up (:class:`~schedlog.invariant.chunk_lines.Invalid`) where it would read a
+chunk line by line. :meth:`ChunkFold.join` then applies those to the first part's fold and
+adds the tail's records and ids after its own, refusing the log as the whole fold would (an id
+created in both parts, a change of a record the first part does not hold).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from itertools import compress, repeat
+from operator import attrgetter, is_, is_not, not_
+from typing import Any, Final
+
+import msgspec
+from msgspec.structs import replace
+
+from schedlog.eventlog import wire
+from schedlog.eventlog.changes import Change
+from schedlog.eventlog.errors import CorruptLogError
+from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE, LogEvent
+from schedlog.eventlog.fastline import summary_line
+from schedlog.eventlog.reader import reference_line
+from schedlog.fold.steps import FoldError, decode_event_change, plan
+from schedlog.invariant.chunk_checks import (
+    check_escapes,
+    check_followups,
+    check_untyped,
+    decode_joined,
+    followup_colons,
+    instants_ms,
+    text_colons,
+)
+from schedlog.invariant.chunk_lines import (
+    TYPED_KINDS,
+    TYPED_LINES,
+    Invalid,
+    Kept,
+    NotTaken,
+    decode_envelope,
+    each_line,
+    line_decoder,
+)
+from schedlog.rules.instants import MAX_MS, CanonicalInstantParser
+from schedlog.rules.record import Record
+from schedlog.rules.records import typed_texts_ok
+from schedlog.rules.text import MAX_SAFE_INT
+
+__all__ = ["ChunkFold", "TailResult", "encode_tail"]
+
+_MAX_EVERY_MS: Final = MAX_SAFE_INT // 1000  # everySeconds whose interval in ms is safe
+_CHANGE: Final = SCHEDULE_CHANGE_TYPE
+_FOLLOWUP: Final = "message/followup"
+_KIND = attrgetter("type")
+_PAYLOAD = attrgetter("data")
+_SCHEDULE = attrgetter("schedule")
+_ACCEPTED = attrgetter("acceptedAt")
+_SCHEDULED_AT = attrgetter("scheduledAt")
+_ID = attrgetter("id")
+_PROMPT = attrgetter("prompt")
+_TITLE = attrgetter("title")
+#: A single-pass decoder is built for at most this many event types.
+_MAX_KINDS: Final = 32
+_decode_changes = msgspec.json.Decoder(list[wire.ChangeData]).decode
+
+#: What a tail fold gives (``fastcheck``'s tail work): events, size of its complete lines,
+#: torn tail, created ids, the records still active, the changes of records it did not create
+#: (:attr:`ChunkFold.foreign`).
+TailResult = tuple[int, int, bytes, list[str], list[Record], list[tuple[int, str, int]]]
+encode_tail = msgspec.msgpack.Encoder().encode
+_decode_tail = msgspec.msgpack.Decoder(TailResult).decode
+
+
+class ChunkFold:
+    """The fold so far, and how the next chunk of complete lines is taken."""
+
+    def __init__(
+        self, start: int, *, tail: bool = False, kinds: frozenset[str] = frozenset()
+    ) -> None:
+        self.start = start  # the first owned event index (seedLength)
+        # A tail (the second part of a split log) keeps the deletes and dispatches of records
+        # it did not create, in order: (_DELETE, id, 0), (_ONE_SHOT, id, 0), (_EVERY, id, ms).
+        self.foreign: list[tuple[int, str, int]] | None = [] if tail else None
+        self.later_seen: dict[str, None] = {}  # the ids a joined tail created, after ``seen``
+        self.count = 0  # events so far
+        self.active: dict[str, Record] = {}
+        self.seen: dict[str, None] = {}
+        self.instants = CanonicalInstantParser()
+        # The event types seen so far, or expected (``kinds``): the first chunk is then tried
+        # in one pass too; a line of another type sends it to two.
+        self.kinds: frozenset[str] = kinds if len(kinds) <= _MAX_KINDS else frozenset()
+        self.decode_line: Callable[[bytes], Any] | None = None  # for those types
+        #: With ``keep``: every chunk taken, as (its lines, how they were decoded), see
+        #: :data:`Kept`.
+        self.kept: list[Kept] | None = None
+        self._decoded: list[Any] = []  # the lines of the chunk just taken, decoded
+
+    def take(self, carry: bytes, lines: memoryview) -> None:
+        """Check and fold the complete lines ``carry + lines`` (each ends with ``\\n``): in one
+        pass when every type is one seen before, else in two, else line by line."""
+        body = b"".join((carry, lines))
+        kept = self.kept
+        if self.count >= self.start:
+            # Each line apart, as the reference reads it: split at every "\n" and nowhere else
+            # (without a "\r", splitlines splits there too, and keeps the "\n" a kept line needs).
+            if kept is not None and b"\r" not in body:
+                rows = body.splitlines(keepends=True)
+            else:
+                rows = body.split(b"\n")
+                rows.pop()  # after the last "\n"
+            for way in (self._single, self._fast):
+                try:
+                    self.count += way(body, rows)
+                except NotTaken:
+                    continue
+                if kept is not None:
+                    kept.append((rows, self._decoded))
+                return
+        if self.foreign is not None:
+            raise Invalid  # a tail knows too little to fold line by line: the head does it
+        self._lines(body)
+        if kept is not None:
+            kept.append((body.split(b"\n")[:-1], None))
+
+    def _single(self, body: bytes, rows: list[bytes]) -> int:
+        """:meth:`_fast` in one decoding pass, with the types seen in earlier chunks."""
+        decode = self.decode_line
+        if decode is None:
+            if not self.kinds or len(self.kinds) > _MAX_KINDS:
+                raise NotTaken
+            decode = self.decode_line = line_decoder(self.kinds)
+        lines = self._decoded = each_line(decode, rows)
+        count = len(lines)
+        classes = list(map(type, lines))
+        typed_lines = list(map(TYPED_LINES.__contains__, classes))
+        check_escapes(body, rows, typed_lines)
+        # What is left after the envelopes' 2 each, the untyped payloads' and the follow-ups'
+        # must be the changes' own.
+        colons = body.count(b":") - 2 * count
+        others = list(compress(lines, map(not_, typed_lines))) if False in typed_lines else []
+        if others:
+            colons -= check_untyped(list(map(_PAYLOAD, others)))
+        if wire.FollowupLine in classes:
+            followups = compress(lines, map(is_, classes, repeat(wire.FollowupLine)))
+            colons -= followup_colons(list(map(_PAYLOAD, followups)))
+        if wire.ChangeLine not in classes:
+            if colons:
+                raise NotTaken
+            return count
+        typed = list(map(_PAYLOAD, compress(lines, map(is_, classes, repeat(wire.ChangeLine)))))
+        self._fold_chunk(typed, colons, None)
+        return count
+
+    # -- the chunk at once ------------------------------------------------------------------
+
+    def _fast(self, body: bytes, rows: list[bytes]) -> int:
+        envelopes = self._decoded = each_line(decode_envelope, rows)
+        lines = len(envelopes)
+        kinds = list(map(_KIND, envelopes))
+        payloads = list(map(_PAYLOAD, envelopes))
+        if "" in kinds:
+            raise NotTaken
+        if not self.kinds.issuperset(kinds):
+            self.kinds, self.decode_line = self.kinds.union(kinds), None
+        # The ':' of the payloads, if every envelope has exactly its two; each part is taken
+        # off below, and what is left must be nothing.
+        colons = body.count(b":") - 2 * lines
+        changes, followups = _CHANGE in kinds, _FOLLOWUP in kinds
+        others = (
+            list(compress(payloads, map(not_, map(TYPED_KINDS.__contains__, kinds))))
+            if changes or followups
+            else payloads
+        )
+        if others:
+            colons -= check_untyped(others)
+        if followups:
+            colons -= check_followups(list(compress(payloads, map(_FOLLOWUP.__eq__, kinds))))
+        if not changes:
+            if colons:
+                raise NotTaken
+            return lines
+        changed = compress(payloads, map(_CHANGE.__eq__, kinds))
+        typed, counted = decode_joined(_decode_changes, changed)
+        self._fold_chunk(typed, colons, counted)
+        return lines
+
+    def _fold_chunk(self, typed: list[wire.ChangeData], colons: int, counted: int | None) -> None:
+        """Check and fold a chunk's changes, whose payloads hold ``colons`` ``:`` bytes by the
+        count of the chunk, and ``counted`` by the count of their own bytes (None: unknown).
+        When that is more than theirs, the fold is undone (the chunk goes line by line)."""
+        before = dict(self.active)
+        foreign = self.foreign
+        mark = len(foreign) if foreign is not None else 0
+        classes = list(map(type, typed))
+        records = list(map(_SCHEDULE, compress(typed, map(is_, classes, repeat(wire.CreateData)))))
+        ids = list(map(_ID, records))
+        expected = 3 * len(typed)  # version, operation and id of every change
+        entries: list[tuple[wire.WireRecord, int]] = []
+        if records:
+            expected += self._check_creates(records, ids)
+            entries = list(zip(records, self._create_instants(records), strict=True))
+        expected += self._fold_typed(typed, classes, iter(zip(ids, entries, strict=True)).__next__)
+        self._settle(ids, entries)
+        if (counted is None or colons == counted) and (
+            colons == expected or colons == expected + text_colons(typed)
+        ):
+            return
+        # A key given twice or a null member: unfold, and read the chunk line by line.
+        self.active = before
+        seen = self.seen
+        for record_id in ids:
+            del seen[record_id]
+        if foreign is not None:
+            del foreign[mark:]
+        raise NotTaken
+
+    def _check_creates(self, records: list[wire.WireRecord], ids: list[str]) -> int:
+        """Check the records a chunk creates, all at once: ids never created before (in the
+        log or the chunk), ids, prompts and titles trimmed, titles not too long; the ids are
+        then seen. The ``:`` bytes of their members (and of their instants)."""
+        seen = self.seen
+        fresh = dict.fromkeys(ids)
+        if len(fresh) != len(ids) or not seen.keys().isdisjoint(fresh):
+            raise Invalid
+        titles = list(filter(None, map(_TITLE, records)))  # a title is never empty
+        if not typed_texts_ok(ids, list(map(_PROMPT, records)), titles):
+            raise Invalid
+        seen.update(fresh)
+        # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at; title
+        ats = list(map(type, records)).count(wire.AtRecord)
+        return 7 * len(records) - ats + len(titles)
+
+    def _create_instants(self, records: list[wire.WireRecord]) -> list[int]:
+        """The ``scheduledAt`` of the records in epoch ms, each a canonical instant."""
+        whens = instants_ms(list(map(_SCHEDULED_AT, records)), self.instants.parse)
+        if None in whens:  # not a canonical instant of a real day
+            raise Invalid
+        return whens  # type: ignore[return-value]
+
+    def _fold_typed(
+        self,
+        typed: list[wire.ChangeData],
+        classes: list[type],
+        next_create: Callable[[], tuple[str, tuple[wire.WireRecord, int]]],
+    ) -> int:
+        """Fold typed changes in order, whose creates :meth:`_check_creates` checked (each
+        ``next_create()`` is the next one's id and entry); the ``:`` bytes of the dispatches'
+        ``acceptedAt``.
+
+        A created record stays an entry (the typed record and its ``scheduledAt`` in epoch ms)
+        in ``active`` until :meth:`_settle` (or a dispatch) builds its :class:`Record`. The
+        ``acceptedAt`` instants are converted up front, all at once (:func:`instants_ms`).
+        """
+        # Records, and the entries created in this chunk until they are settled.
+        active: dict[str, Any] = self.active
+        pop = active.pop
+        accepts = list(
+            map(_ACCEPTED, compress(typed, map(is_, classes, repeat(wire.DispatchData))))
+        )
+        stamps = list(compress(accepts, map(is_not, accepts, repeat(None))))
+        accepted_ms = iter(instants_ms(stamps, self.instants.parse)).__next__
+        for change, kind in zip(typed, classes, strict=True):
+            if kind is wire.DeleteData:
+                if pop(change.id, None) is None:  # type: ignore[union-attr]
+                    self._foreign(_DELETE, change.id, 0)  # type: ignore[union-attr]
+            elif kind is wire.CreateData:
+                record_id, entry = next_create()
+                active[record_id] = entry  # settled below
+            else:
+                target = change.id  # type: ignore[union-attr]
+                current = active.get(target)
+                if current is None:
+                    if change.acceptedAt is None:  # type: ignore[union-attr]
+                        self._foreign(_ONE_SHOT, target, 0)
+                    elif (at := accepted_ms()) is None:
+                        raise Invalid
+                    else:
+                        self._foreign(_EVERY, target, at)
+                    continue
+                if change.acceptedAt is None:  # type: ignore[union-attr]
+                    if type(current) is Record:
+                        if current.kind != "after" and current.kind != "at":
+                            raise Invalid
+                    elif type(current[0]) is wire.EveryRecord:  # still typed
+                        raise Invalid
+                    del active[target]
+                    continue
+                if type(current) is not Record:
+                    current = wire.record_of(*current)
+                at = accepted_ms()
+                if at is None:
+                    raise Invalid
+                _dispatch_every(active, target, current, at)
+        return 3 * len(stamps)  # acceptedAt and an instant's 2
+
+    def _foreign(self, code: int, target: str, at: int) -> None:
+        """A delete or dispatch of ``target``, which is not active: in a tail, of a record
+        the head may hold (not one created in this tail); the log is invalid otherwise."""
+        if self.foreign is None or target in self.seen:
+            raise Invalid
+        self.foreign.append((code, target, at))
+
+    def join(self, result: bytes | None) -> tuple[bytes, int] | None:
+        """Fold a tail's result (what ``fastcheck``'s tail work gave for the rest of the log) into
+        this fold of all lines before it: the tail's torn tail and size of complete lines, or
+        None when there is no result to join (the caller folds the rest itself)."""
+        if not result or self.count < self.start:  # or the tail's lines are not all owned
+            return None
+        try:
+            count, complete, carry, seen_ids, records, foreign = _decode_tail(result)
+        except msgspec.DecodeError:
+            return None
+        active: dict[str, Any] = self.active
+        later = dict.fromkeys(seen_ids)
+        if not self.seen.keys().isdisjoint(later):
+            raise Invalid
+        for code, target, at in foreign:
+            current = active.get(target)
+            if current is None or (code == _ONE_SHOT and not current.is_one_shot):
+                raise Invalid
+            if code == _EVERY:
+                _dispatch_every(active, target, current, at)
+            else:
+                del active[target]
+        self.later_seen = later
+        active.update(zip(map(_ID, records), records, strict=True))
+        self.count += count
+        return carry, complete
+
+    def _settle(self, ids: list[str], entries: list[tuple[wire.WireRecord, int]]) -> None:
+        """Build the :class:`Record` of each entry created in this chunk that is still
+        active."""
+        active: dict[str, Any] = self.active
+        still = map(is_, map(active.get, ids), entries)
+        for record_id, entry in compress(zip(ids, entries, strict=True), still):
+            active[record_id] = wire.record_of(*entry)
+
+    # -- line by line -------------------------------------------------------------------------
+
+    def _lines(self, body: bytes) -> None:
+        """The chunk as the summary read and the fold take it, one line at a time."""
+        start = self.start
+        for raw in io.BytesIO(body):
+            index = self.count
+            self.count += 1
+            taken = summary_line(raw)
+            if taken is True:
+                continue
+            change: Change | None = taken
+            if change is None:
+                try:
+                    item = reference_line(raw, index + 2)
+                except CorruptLogError:
+                    raise Invalid from None
+                assert type(item) is LogEvent
+                if item.type != SCHEDULE_CHANGE_TYPE or index < start:
+                    continue
+                try:
+                    change = decode_event_change(item)
+                except FoldError:
+                    raise Invalid from None
+            elif index < start:
+                continue
+            self._apply(change)
+
+    def _apply(self, change: Change) -> None:
+        try:
+            effect = plan(change, self.active, self.seen)
+        except FoldError:
+            raise Invalid from None
+        if effect.created:
+            self.seen[effect.id] = None
+        if effect.record is None:
+            del self.active[effect.id]
+        else:
+            self.active[effect.id] = effect.record
+
+
+_DELETE: Final = 0
+_ONE_SHOT: Final = 1
+_EVERY: Final = 2
+
+
+def _dispatch_every(active: dict[str, Any], target: str, current: Record, at: int) -> None:
+    """Fold the dispatch of the every record ``current`` accepted at ``at`` (epoch ms)."""
+    if current.kind != "every":
+        raise Invalid
+    # decide(current, at).next_scheduled_at of an every record (rules.decide._decide_every),
+    # inlined: a canonical instant is representable.
+    target_at = current.scheduled_at
+    seconds = current.every_seconds
+    if at < target_at or type(seconds) is not int or not 0 < seconds <= _MAX_EVERY_MS:
+        raise Invalid  # decide refuses it: the reference reports it
+    interval = seconds * 1000
+    following = target_at + (at - target_at) // interval * interval + interval
+    if following > MAX_MS:
+        del active[target]
+    else:
+        active[target] = replace(current, scheduled_at=following)

@@ -1,0 +1,123 @@
+"""The lines of a chunk of a log, each decoded alone, as the reference decodes them: the part
+of the fast path of ``validate`` and ``replay`` (:mod:`schedlog.invariant.fastcheck`) that
+proves it sees exactly the lines the reference sees.
+
+A documented internal module of :mod:`schedlog.invariant`: :mod:`schedlog.invariant.chunk_fold`
+and :mod:`schedlog.invariant.fastcheck` use it; nothing outside schedlog should.
+
+Lines. The fast path must see the lines the reference sees: the reference splits the log at
+every ``\\n`` byte and nowhere else (``\\r`` is only JSON whitespace) and decodes each line
+alone, as one JSON text. A chunk once became one JSON array, every ``\\n`` turned into ``,``;
+then two events on one line (``{..},{..}``) were two elements and one event over two lines
+(``{"a":1`` / ``"b":2}``) one, and both passed (issue 19). No rewriting of the line ends into
+JSON separators can be made safe: whatever bytes replace a ``\\n``, a line can hold the same
+bytes between two values (a joined line), and the replacement can fall inside a value of a
+line broken in two (inside a string, or between the elements of a nested array or object:
+``\\n`` -> ``],[`` with one-element arrays still takes ``{..}],[{..}`` as two lines and
+``[[1`` / ``2]]`` as one), so one of each in a chunk even keeps the count of values equal to
+the count of lines. So each line is decoded alone: ``msgspec`` decodes exactly one JSON value
+per call and refuses anything after it but JSON whitespace (space, tab, ``\\r``, ``\\n``: the
+same four bytes Python's ``json`` skips), which covers the shapes to review:
+
+* two values on a line, with or without a separator (``,``, ``],[``, a space, a lone
+  ``\\r``), and a line in brackets (``[{..}]``, an array, not an envelope): refused;
+* a value over two lines, broken anywhere (in a string, an array, an object, at a ``[`` or
+  ``]`` at a line edge): each half is an incomplete value, refused;
+* an empty or whitespace-only line (``""``, spaces, tabs, a lone ``\\r``): no value, refused;
+* a NUL: outside strings not JSON, inside one a control character, refused as the
+  reference refuses it (so are a raw ``\\r`` and every other control character in a string);
+* a ``\\r`` before the ``\\n`` (CRLF), or spaces around the value: whitespace for both.
+
+The payloads a line decoded into (``msgspec.Raw``, each a whole JSON value the decoder checked)
+are then joined with ``,`` into arrays (the changes', the follow-ups'): a whole value ends where
+it ends whatever follows it, so such an array has exactly one element per payload.
+``tests/invariant/test_fastcheck_lines.py`` holds every shape above and reframes valid logs at
+random (line ends turned into separators, lines broken in two, both in one chunk).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache, reduce
+from operator import or_
+from typing import Any, Final
+
+import msgspec
+
+from schedlog.eventlog import wire
+from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE
+
+__all__ = [
+    "TYPED_KINDS",
+    "TYPED_LINES",
+    "Invalid",
+    "Kept",
+    "NotTaken",
+    "decode_envelope",
+    "each_line",
+    "line_decoder",
+    "single_line_tag",
+]
+
+#: The event types whose payloads the fast path decodes typed.
+TYPED_KINDS: Final = frozenset({SCHEDULE_CHANGE_TYPE, "message/followup"})
+#: The classes of the single-pass decoder's typed lines.
+TYPED_LINES: Final = frozenset({wire.ChangeLine, wire.FollowupLine})
+
+
+class Invalid(Exception):
+    """The log is not valid, or not surely: the reference decides."""
+
+
+class NotTaken(Exception):
+    """This chunk goes line by line."""
+
+
+@lru_cache(maxsize=8)
+def line_decoder(kinds: frozenset[str]) -> Callable[[bytes], Any]:
+    """The decoder of one line of the given types, tagged by its ``type``: a change or
+    follow-up decoded typed, any other payload kept raw. The last few are kept: building one
+    costs more than checking a small log (``validate DIR``)."""
+    lines: list[type] = [wire.ChangeLine, wire.FollowupLine]
+    for number, kind in enumerate(sorted(kinds - TYPED_KINDS)):
+        lines.append(
+            msgspec.defstruct(
+                f"_Line{number}",
+                [("data", msgspec.Raw)],
+                tag_field="type",
+                tag=kind,
+                forbid_unknown_fields=True,
+                gc=False,
+            )
+        )
+    union = reduce(or_, lines)
+    decode: Callable[[bytes], Any] = msgspec.json.Decoder(union).decode
+    return decode
+
+
+#: One line decoded as an envelope of exactly ``type`` and raw ``data``.
+decode_envelope = msgspec.json.Decoder(wire.Envelope).decode
+
+
+def each_line(decode: Callable[[bytes], Any], rows: list[bytes]) -> list[Any]:
+    """Every line of a chunk decoded alone, one call each (module docstring)."""
+    try:
+        return list(map(decode, rows))
+    except (msgspec.DecodeError, RecursionError):
+        raise NotTaken from None
+
+
+#: A chunk of event lines the check took, kept for the caller (``keep``): its lines in order
+#: (each with its ``\n``, or each without it when the chunk held a ``\r``), and how they were
+#: decoded, one item a line: :class:`~schedlog.eventlog.wire.Envelope` items; or the
+#: single-pass decoder's, whose class is tagged by the event type
+#: (:func:`single_line_tag`) and whose ``data`` is raw unless the line is a
+#: :class:`~schedlog.eventlog.wire.ChangeLine` or :class:`~schedlog.eventlog.wire.FollowupLine`;
+#: or None, a chunk read line by line.
+Kept = tuple[list[bytes], "list[Any] | None"]
+
+
+def single_line_tag(cls: type) -> str:
+    """The event type of a line the single-pass decoder gave as an item of class ``cls``."""
+    tag: str = cls.__struct_config__.tag  # type: ignore[attr-defined]
+    return tag
