@@ -50,6 +50,7 @@ STORE_OPERATIONS: Final = (
     "insert",
     "insert_many",
     "replace",
+    "replace_many",
     "delete",
     "claim_due",
     "commit_claimed",
@@ -242,8 +243,9 @@ class HostMetrics:
         return _Snapshot(core.active_count(), due, int(takeovers))
 
     def snapshot(self) -> _Snapshot | None:
-        """The gauges, read on the service's loop; None before it runs, after it stops, or
-        when the store cannot say (a database that is unreachable)."""
+        """The gauges, read on the service's loop; None before it runs, after it stops, when
+        the store cannot say (a database that is unreachable), or when the loop does not
+        answer within :data:`SNAPSHOT_TIMEOUT_S` (a batched burst can keep it that busy)."""
         loop = self._loop
         if loop is None:
             return None

@@ -210,14 +210,15 @@ class DrivePasses:
                 deliver = functools.partial(batch.deliver, run, snapshot)
                 ran = await self._fifo.submit(cast(Callable[[], list[Outcome]], deliver))
                 outcomes.update(zip(map(id, run), ran, strict=True))
+                # Reported as each run commits (delivery lines, metrics), not at the pass's end.
+                for outcome in ran:
+                    if isinstance(outcome, Delivered):
+                        for listener in list(self._delivery_listeners):
+                            listener(outcome)
         finally:
             snapshot.close()
         for group in groups:
-            outcome = outcomes.get(id(group))
-            if isinstance(outcome, Delivered):
-                for listener in list(self._delivery_listeners):
-                    listener(outcome)
-            yield outcome
+            yield outcomes.get(id(group))
 
     async def tick(self) -> list[Delivered]:
         """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except

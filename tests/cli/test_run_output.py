@@ -107,10 +107,13 @@ def test_delivery_and_stop_lines() -> None:
         ],
         "latenessMs": None,
     }
-    late = sent_fields("s-1", "m", [Member("a", 0), Member("b", 60_000)], 61_500)
-    assert late["latenessMs"] == 1_500  # after the latest member's occurrence
-    assert late["message"].endswith(" as m (1500 ms late)")
-    assert sent_fields("s-1", "m", [Member("a", 5_000)], 4_000)["latenessMs"] == 0  # early
+    late = sent_fields("s-1", "m", [Member("a", 0), Member("b", 60_000)], delivered_at=61_500)
+    assert late["latenessMs"] == 61_500  # after the earliest member's occurrence: the longest wait
+    assert late["message"].endswith(" as m (61500 ms late)")
+    early = sent_fields("s-1", "m", [Member("a", 5_000)], delivered_at=4_000)
+    assert early["latenessMs"] == 0
+    given = sent_fields("s-1", "m", [Member("a", 0)], 7, delivered_at=99_999)
+    assert given["latenessMs"] == 7  # a lateness the delivery measured wins
     assert stopped_message("host", 1) == "schedule: host run stopped: 1 delivery"
     assert stopped_message("session", 3) == "schedule: session run stopped: 3 deliveries"
 

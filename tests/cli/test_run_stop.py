@@ -27,7 +27,7 @@ from tests.serve.deps import require_modules
 
 require_modules(("prometheus_client", "httpx"), "metrics")
 
-TASKS = 600
+TASKS = 6000
 SESSIONS = 40
 STOP_TIMEOUT_S = 10
 
@@ -63,9 +63,13 @@ def _delivered(sessions: Path) -> Counter[str]:
     return seen
 
 
+_PENDING: dict[int, bytes] = {}  # bytes read from a pipe after its last whole line
+
+
 def _read_events(fd: int, want: str, deadline: float, got: list[dict[str, Any]]) -> None:
-    """Read JSON lines from ``fd`` into ``got`` until one is ``want`` (or the deadline)."""
-    buffer = b""
+    """Read JSON lines from ``fd`` into ``got`` until one is ``want`` (or the deadline). Every
+    whole line read is kept (a batched run writes many lines at once), and a partial one waits
+    for the next call."""
     while time.monotonic() < deadline:
         ready, _, _ = select.select([fd], [], [], 0.05)
         if not ready:
@@ -73,12 +77,20 @@ def _read_events(fd: int, want: str, deadline: float, got: list[dict[str, Any]])
         chunk = os.read(fd, 65536)
         if not chunk:
             return
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
+        *lines, _PENDING[fd] = (_PENDING.get(fd, b"") + chunk).split(b"\n")
+        seen = False
         for line in lines:
             got.append(json.loads(line))
-            if got[-1]["event"] == want:
-                return
+            seen = seen or got[-1]["event"] == want
+        if seen:
+            return
+
+
+def _last(events: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """The last event called ``name`` (there must be one)."""
+    found = [e for e in events if e["event"] == name]
+    assert found, [e["event"] for e in events[-5:]]
+    return found[-1]
 
 
 def _scrape(url: str) -> dict[str, float]:
@@ -112,13 +124,15 @@ def test_sigterm_in_a_burst_loses_and_duplicates_nothing(tmp_path: Path) -> None
     events: list[dict[str, Any]] = []
     try:
         _read_events(reader, "metrics.listening", time.monotonic() + 30, events)
-        url = events[-1]["url"]
-        assert events[-1]["event"] == "metrics.listening", events
+        url = _last(events, "metrics.listening")["url"]
         _read_events(reader, "delivery.sent", time.monotonic() + 30, events)
-        assert events[-1]["event"] == "delivery.sent", events
+        _last(events, "delivery.sent")
         scraped = _scrape(url)  # mid-burst, from the metrics thread
         assert scraped['schedlog_deliveries_total{"outcome": "sent"}'] >= 1
-        assert scraped["schedlog_active_tasks{}"] <= TASKS
+        # The gauges are read on the service's loop, which a batched run can keep busy past the
+        # scrape's 5 s bound (issue 21: the loop stalls during a burst); then they are left out
+        # of that scrape, never wrong.
+        assert scraped.get("schedlog_active_tasks{}", 0) <= TASKS
         proc.send_signal(signal.SIGTERM)
         stopped_at = time.monotonic()
         _read_events(reader, "host.stopped", time.monotonic() + 60, events)
@@ -131,7 +145,7 @@ def test_sigterm_in_a_burst_loses_and_duplicates_nothing(tmp_path: Path) -> None
         os.close(reader)
     assert code == 0
     assert took < STOP_TIMEOUT_S, took
-    assert events[-1]["event"] == "host.stopped"
+    assert events[-1]["event"] == "host.stopped", events[-3:]  # the last line of the run
     sent_lines = [e for e in events if e["event"] == "delivery.sent"]
     before = _delivered(sessions)
     # 0 duplicated: every delivered reminder is in exactly one follow-up, and the store agrees.

@@ -52,6 +52,8 @@ STORE_LOCK_CODES: Final = frozenset({"store-locked"})
 STORE_REACH_CODES: Final = frozenset(
     {"store-not-found", "backend-unavailable", "store-unreachable"}
 )
+#: ``host run`` / ``host serve`` refusing to start (docs/errors.md#startup).
+STARTUP_CODES: Final = frozenset({"sessions-not-directory", "listen-failed"})
 CLI_CODES: Final = frozenset({"invalid_request"})  # docs/errors.md#cli-code
 #: Answered by the Python API's tool dispatchers only (docs/errors.md#embedding-codes): no batch
 #: line can carry arguments that are not an object, nor reach an engine that is not running.
@@ -65,6 +67,7 @@ STABLE_CODES: Final = (
     | STORE_OPEN_CODES
     | STORE_LOCK_CODES
     | STORE_REACH_CODES
+    | STARTUP_CODES
     | CLI_CODES
     | EMBEDDING_CODES
     | SESSION_LOG_CODES
