@@ -29,6 +29,11 @@ wrong.
 * :class:`schedlog.host.delivery.GroupFailed` and :class:`schedlog.host.webhook.WebhookError`:
   a delivery that was not acknowledged; the group stays due (``delivery.unacknowledged``),
   no caller sees it.
+* :class:`schedlog.invariant.chunk_lines.Invalid` and
+  :class:`schedlog.invariant.chunk_lines.NotTaken`: the fast check's signals that a log is not
+  surely valid (the reference reader then decides, and gives the error of the tree) and that a
+  chunk cannot be taken whole (it is read line by line). Both are caught inside the fast path
+  and never leave :mod:`schedlog.invariant`.
 * :class:`schedlog.mcp.backends.UnknownSession` (``LookupError``): the MCP server answers it
   with the protocol's ``INVALID_PARAMS``.
 * :class:`schedlog.serve.errors.HttpError`: an HTTP answer with its status and headers, raised
