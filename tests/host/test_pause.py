@@ -100,12 +100,11 @@ def test_refusals_in_their_order(tmp_path: Path, backend: str) -> None:
 
 
 def test_a_paused_task_is_never_delivered_and_keeps_its_cadence(
-    tmp_path: Path, backend: str
+    tmp_path: Path, pausable_backend: str
 ) -> None:
     """docs/protocol.md#pause's example: every hour from 10:00, paused at 10:30, resumed at
     13:15: 11:00, 12:00 and 13:00 are skipped and the next target is 14:00."""
-    if not pausable(backend):
-        pytest.skip("the JSON document cannot hold a pause")
+    backend = pausable_backend
 
     async def body(svc: HostService, clock: VirtualClock, sessions: MemorySessions) -> None:
         clock.set(ms("2026-05-01T09:00:00.000Z"))
@@ -136,10 +135,9 @@ def test_a_paused_task_is_never_delivered_and_keeps_its_cadence(
 
 
 def test_a_one_shot_whose_time_passed_is_delivered_once_at_resume(
-    tmp_path: Path, backend: str
+    tmp_path: Path, pausable_backend: str
 ) -> None:
-    if not pausable(backend):
-        pytest.skip("the JSON document cannot hold a pause")
+    backend = pausable_backend
 
     async def body(svc: HostService, clock: VirtualClock, sessions: MemorySessions) -> None:
         r = await svc.create("s-1", args(after_seconds=600))
@@ -158,9 +156,8 @@ def test_a_one_shot_whose_time_passed_is_delivered_once_at_resume(
     run(tmp_path, backend, body)
 
 
-def test_editing_a_paused_task_keeps_it_paused(tmp_path: Path, backend: str) -> None:
-    if not pausable(backend):
-        pytest.skip("the JSON document cannot hold a pause")
+def test_editing_a_paused_task_keeps_it_paused(tmp_path: Path, pausable_backend: str) -> None:
+    backend = pausable_backend
 
     async def body(svc: HostService, clock: VirtualClock, sessions: MemorySessions) -> None:
         tools = HostTools(svc)
@@ -189,10 +186,9 @@ def test_editing_a_paused_task_keeps_it_paused(tmp_path: Path, backend: str) -> 
     run(tmp_path, backend, body)
 
 
-def test_a_resume_with_no_target_left_ends_the_task(tmp_path: Path, backend: str) -> None:
+def test_a_resume_with_no_target_left_ends_the_task(tmp_path: Path, pausable_backend: str) -> None:
     """Near the end of representable time a recurring rule has no target after the resume."""
-    if not pausable(backend):
-        pytest.skip("the JSON document cannot hold a pause")
+    backend = pausable_backend
     last = MAX_MS - 30_000
     near_end = task("schedule-end", every_seconds=60, now=last - 60_000)
     assert near_end.record.scheduled_at == last
@@ -213,11 +209,12 @@ def test_a_resume_with_no_target_left_ends_the_task(tmp_path: Path, backend: str
     run(tmp_path, backend, body, now=last - 1000)
 
 
-def test_pause_queued_behind_a_delivery_and_before_one(tmp_path: Path, backend: str) -> None:
+def test_pause_queued_behind_a_delivery_and_before_one(
+    tmp_path: Path, pausable_backend: str
+) -> None:
     """On one host the FIFO orders them: a delivery that took the slot first commits, then the
     pause; a pause that took it first is never delivered, not even by the drive behind it."""
-    if not pausable(backend):
-        pytest.skip("the JSON document cannot hold a pause")
+    backend = pausable_backend
 
     async def body(svc: HostService, clock: VirtualClock, sessions: MemorySessions) -> None:
         a = await svc.create("s-1", args("A", every_seconds=600))
@@ -245,9 +242,8 @@ def test_pause_queued_behind_a_delivery_and_before_one(tmp_path: Path, backend: 
     run(tmp_path, backend, body)
 
 
-def test_a_paused_store_reopens_paused(tmp_path: Path, backend: str) -> None:
-    if not pausable(backend):
-        pytest.skip("the JSON document cannot hold a pause")
+def test_a_paused_store_reopens_paused(tmp_path: Path, pausable_backend: str) -> None:
+    backend = pausable_backend
 
     async def pause_it(svc: HostService, clock: VirtualClock, _: MemorySessions) -> str:
         r = await svc.create("s-1", args(after_seconds=60))
@@ -348,10 +344,9 @@ def test_remote_operations_and_host_batch_pause_and_resume(tmp_path: Path) -> No
         batch.close()
 
 
-def test_pause_and_resume_are_change_events(tmp_path: Path, backend: str) -> None:
+def test_pause_and_resume_are_change_events(tmp_path: Path, pausable_backend: str) -> None:
     """``schedule/changed`` carries them (docs/http-api.md#events); a no-op reports nothing."""
-    if not pausable(backend):
-        pytest.skip("the JSON document cannot hold a pause")
+    backend = pausable_backend
 
     async def body(svc: HostService, clock: VirtualClock, _: MemorySessions) -> None:
         r = await svc.create("s-1", args(every_seconds=600))
