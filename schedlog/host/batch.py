@@ -26,7 +26,7 @@ shared store and webhook delivery keep the one-group path.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final, NamedTuple, Protocol, runtime_checkable
 
@@ -39,13 +39,15 @@ from schedlog.host.core import MSG_BARRIER, HostCore, _Plan
 from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member
 from schedlog.host.due import LocalTimerIndex
 from schedlog.host.sessions import SessionHandle
-from schedlog.host.stores.base import StoredTask, WritesFromAnyThread
+from schedlog.host.stores.base import StoredTask, TaskStore, WritesFromAnyThread
 from schedlog.host.task import Task
 
 __all__ = [
     "MAX_BATCH_TASKS",
     "PARALLEL_FROM",
     "POOL_THREADS",
+    "REPORT_SLICE",
+    "SCAN_OFF_LOOP_FROM",
     "BatchDelivery",
     "DueSnapshot",
     "Outcome",
@@ -60,6 +62,11 @@ MAX_BATCH_TASKS: Final = 1_000
 POOL_THREADS: Final = 4
 #: The fewest sessions in a run for which the appends and the commit leave the loop.
 PARALLEL_FROM: Final = 8
+#: The fewest due tasks for which a pass's scan (reading and decoding them) leaves the loop.
+SCAN_OFF_LOOP_FROM: Final = 64
+#: Delivery lines (and index updates) done on the loop between two yields to it, so that no
+#: stretch of them holds the loop for long (docs/decisions.md "Burst path off the event loop").
+REPORT_SLICE: Final = 200
 
 #: What a group's delivery came to: its message (None when nothing was sent), or its failure.
 Outcome = Delivered | GroupFailed | None
@@ -147,6 +154,15 @@ class _Session(NamedTuple):
     error: BaseException | None
 
 
+class _Ran(NamedTuple):
+    """What a run came to before the loop indexes and reports it."""
+
+    outcomes: dict[int, Outcome]
+    durable: list[_Plan]
+    commits: list[list[tuple[StoredTask, Task]]] | None  # None: the commit failed
+    delivered_at: int
+
+
 class BatchDelivery:
     """Delivers runs of groups to session logs, one run per FIFO slot (see the module)."""
 
@@ -155,13 +171,54 @@ class BatchDelivery:
         self.now = now
         #: The fewest sessions in a run for which it leaves the loop (:data:`PARALLEL_FROM`).
         self.parallel_from = PARALLEL_FROM
+        #: The fewest due tasks whose scan leaves the loop (:data:`SCAN_OFF_LOOP_FROM`).
+        self.scan_from = SCAN_OFF_LOOP_FROM
         self._pool: ThreadPoolExecutor = ThreadPoolExecutor(
             max(1, threads), thread_name_prefix="schedlog-batch"
         )
+        # A threaded run is led from a thread of its own (sessions on the pool, then the
+        # commit), so the loop sees one hop per run, not one per session.
+        self._lead: ThreadPoolExecutor = ThreadPoolExecutor(1, thread_name_prefix="schedlog-run")
 
     def close(self) -> None:
         """Stop the pool (the FIFO has drained: nothing runs on it)."""
+        self._lead.shutdown(wait=True)
         self._pool.shutdown(wait=True)
+
+    async def scan(self, now: int, excluded: Iterable[str]) -> list[StoredTask]:
+        """A drive pass's due tasks, as :meth:`LocalTimerIndex.due` finds them, with the rows
+        read and decoded on the pool when there are many: the ids come from the index on the
+        loop, the rows from the store in a few queries. A task that a durable write changed
+        while the rows were read is read again here, on the loop, so the scan returned is the
+        committed state when it returns."""
+        index = self.core.due_tasks
+        assert isinstance(index, LocalTimerIndex)
+        ids = index.due_ids(now, excluded)
+        store = self.core.store
+        if len(ids) >= self.scan_from:
+            changed: set[str] = set()
+            stop = self.core.subscribe_changes(lambda change: changed.add(change.id))
+            try:
+                loop = asyncio.get_running_loop()
+                rows = await loop.run_in_executor(self._pool, _read_rows, store, ids)
+            finally:
+                stop()
+            for task_id in changed.intersection(ids):
+                st = store.get(task_id)
+                if st is None:
+                    rows.pop(task_id, None)
+                else:
+                    rows[task_id] = st
+        else:
+            rows = _read_rows(store, ids)
+        due: list[StoredTask] = []
+        for task_id in ids:
+            st = rows.get(task_id)
+            if st is not None and st.task.active and not st.task.paused:
+                due.append(st)
+            else:  # a row the store reported invalid, or one the index misread: never delivered
+                index.unindex(task_id)
+        return due
 
     async def deliver(self, groups: Sequence[Group], due: DueSnapshot) -> list[Outcome]:
         """Deliver one run of groups (call from its FIFO slot); an outcome per group, in
@@ -169,20 +226,49 @@ class BatchDelivery:
         by_session: dict[str, list[Group]] = {}
         for group in groups:
             by_session.setdefault(group.session_id, []).append(group)
-        loop = asyncio.get_running_loop()
         # A small run stays on the loop: a thread hop costs more than it saves there.
-        threaded = len(by_session) >= self.parallel_from
-        if threaded:
-            await loop.run_in_executor(self._pool, self._touch, list(by_session))
-            sessions = await asyncio.gather(
-                *(
-                    loop.run_in_executor(self._pool, self._session, sid, session_groups, due.get)
-                    for sid, session_groups in by_session.items()
-                )
-            )
+        if len(by_session) >= self.parallel_from:
+            loop = asyncio.get_running_loop()
+            ran = await loop.run_in_executor(self._lead, self._run, by_session, due.get, True)
         else:
-            self._touch(list(by_session))
-            sessions = [self._session(sid, g, due.get) for sid, g in by_session.items()]
+            ran = self._run(by_session, due.get, False)
+        outcomes = ran.outcomes
+        if ran.commits is None:
+            return [outcomes.get(id(group)) for group in groups]
+        changes: list[TaskChange] = []
+        done = 0
+        for plan, pairs in zip(ran.durable, ran.commits, strict=True):
+            for st, task in pairs:
+                self.core.due_tasks.reindex(StoredTask(st.seq, task))
+                changes.append(TaskChange(task.id, task.session_id, "delivered"))
+            sent = plan.outgoing
+            outcomes[id(plan.group)] = (
+                None if sent is None else sent.delivered._replace(delivered_at=ran.delivered_at)
+            )
+            done += len(pairs)
+            if done >= REPORT_SLICE:  # let the loop serve reads between slices
+                done = 0
+                await asyncio.sleep(0)
+        self.core.notify(changes)
+        return [outcomes.get(id(group)) for group in groups]
+
+    def _run(
+        self,
+        by_session: dict[str, list[Group]],
+        get: Callable[[str], StoredTask | None],
+        threaded: bool,
+    ) -> _Ran:
+        """A run up to its commit: the sessions (in parallel on the pool when ``threaded``),
+        then the one store transaction. Failures are outcomes, never raised."""
+        self._touch(list(by_session))
+        if threaded:
+            futures = [
+                self._pool.submit(self._session, sid, session_groups, get)
+                for sid, session_groups in by_session.items()
+            ]
+            sessions = [future.result() for future in futures]
+        else:
+            sessions = [self._session(sid, g, get) for sid, g in by_session.items()]
         outcomes: dict[int, Outcome] = {}
         durable: list[_Plan] = []
         for session in sessions:
@@ -195,29 +281,14 @@ class BatchDelivery:
                 outcomes[id(plan.group)] = GroupFailed(_planned_ids(plan), session.error)
         delivered_at = self.now()
         try:
-            if threaded:
-                commits = await loop.run_in_executor(
-                    self._pool, _commit_all, self.core, durable, delivered_at
-                )
-            else:
-                commits = _commit_all(self.core, durable, delivered_at)
+            commits = _commit_all(self.core, durable, delivered_at)
         except Exception as exc:
             for session in sessions:
                 self.core.sessions.discard(session.session_id)
             for plan in durable:
                 outcomes[id(plan.group)] = GroupFailed(_planned_ids(plan), exc)
-            return [outcomes.get(id(group)) for group in groups]
-        changes: list[TaskChange] = []
-        for plan, pairs in zip(durable, commits, strict=True):
-            for st, task in pairs:
-                self.core.due_tasks.reindex(StoredTask(st.seq, task))
-                changes.append(TaskChange(task.id, task.session_id, "delivered"))
-            sent = plan.outgoing
-            outcomes[id(plan.group)] = (
-                None if sent is None else sent.delivered._replace(delivered_at=delivered_at)
-            )
-        self.core.notify(changes)
-        return [outcomes.get(id(group)) for group in groups]
+            return _Ran(outcomes, durable, None, delivered_at)
+        return _Ran(outcomes, durable, commits, delivered_at)
 
     def _touch(self, session_ids: list[str]) -> None:
         """The legacy warnings of sessions seen for the first time, one after another."""
@@ -249,6 +320,15 @@ class BatchDelivery:
             failed: dict[int, Outcome] = {id(g): GroupFailed(g.ids, exc) for g in groups}
             return session._replace(plans=[], outcomes=failed)
         return session._replace(error=_append(handle, session.plans))
+
+
+def _read_rows(store: TaskStore, ids: list[str]) -> dict[str, StoredTask]:
+    """The stored tasks of ``ids`` by id, in a few queries when the store reads many."""
+    get_many: Callable[[list[str]], list[StoredTask]] | None = getattr(store, "get_many", None)
+    if get_many is not None:
+        return {st.task.id: st for st in get_many(ids)}
+    found = (store.get(task_id) for task_id in ids)
+    return {st.task.id: st for st in found if st is not None}
 
 
 def _planned_ids(plan: _Plan) -> tuple[str, ...]:

@@ -119,13 +119,18 @@ class LocalTimerIndex:
                 return int(target)
         return None
 
-    def due(self, now: int, excluded: Iterable[str] = ()) -> list[StoredTask]:
+    def due_ids(self, now: int, excluded: Iterable[str] = ()) -> list[str]:
+        """The ids of the indexed tasks due at ``now`` not in ``excluded``, in storage order,
+        read from the index alone (nothing is decoded): the first half of :meth:`due`."""
         skip = set(excluded)
         # Every key whose target is at most now sorts below (now + 1, any seq, any id).
         below = self._index.irange(maximum=(now + 1, -(2**63), ""), inclusive=(True, False))
         keys = [k for k in below if k[2] not in skip]
+        return [task_id for _target, _seq, task_id in sorted(keys, key=lambda k: k[1])]
+
+    def due(self, now: int, excluded: Iterable[str] = ()) -> list[StoredTask]:
         out: list[StoredTask] = []
-        for _target, _seq, task_id in sorted(keys, key=lambda k: k[1]):
+        for task_id in self.due_ids(now, excluded):
             st = self.store.get(task_id)
             if st is not None and st.task.active and not st.task.paused:
                 out.append(st)

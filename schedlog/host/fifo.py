@@ -93,6 +93,13 @@ class WriteFifo:
         self._open_batch = None  # a create after this slot must not run before it
         return await future
 
+    def submit_nowait(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        """:meth:`submit`, queued now: the future of ``fn``'s result (a drive pass queues its
+        next run before it reports the last one)."""
+        future = self._enqueue(fn)
+        self._open_batch = None  # a create after this slot must not run before it
+        return future
+
     async def insert(self, task: Task) -> None:
         """Queue the insert of a new task. Consecutive creates (nothing else queued between
         them) share one slot and one durable write when the store supports it; each create

@@ -17,7 +17,14 @@ import structlog
 
 from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.diagnostics import failure_fields
-from schedlog.host.batch import BatchDelivery, DueSnapshot, Outcome, burst_summary, chunks
+from schedlog.host.batch import (
+    REPORT_SLICE,
+    BatchDelivery,
+    DueSnapshot,
+    Outcome,
+    burst_summary,
+    chunks,
+)
 from schedlog.host.changes import TaskChange
 from schedlog.host.core import HostCore, Outgoing
 from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
@@ -140,7 +147,7 @@ class DrivePasses:
         """
         try:
             if due is None:
-                due = self.core.due(self.clock.now_ms(), self._excluded(excluded))
+                due = await self._scan(excluded)
             groups = plan_groups(due)
         except Exception as exc:
             _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
@@ -159,6 +166,13 @@ class DrivePasses:
         failed = {task_id for _, ids in outcomes for task_id in ids}
         burst_summary(sent)
         return sent, failed
+
+    async def _scan(self, excluded: Iterable[str]) -> list[StoredTask]:
+        """The tasks due now: read on the batch pool when this host batches and many are due."""
+        now, skip = self.clock.now_ms(), self._excluded(excluded)
+        if self._batch is None:
+            return self.core.due(now, skip)
+        return await self._batch.scan(now, skip)
 
     def _reported(self, outcome: Outcome) -> tuple[Delivered | None, set[str]]:
         """A group's outcome; a failure is reported and recorded. Returns the message sent
@@ -206,19 +220,32 @@ class DrivePasses:
             # Runs packed by session, reported in group order; no more sessions in a run than
             # the sessions directory keeps open.
             max_open = getattr(self.core.sessions, "max_open", None)
-            for run in chunks(groups, max_sessions=max_open):
+            runs = chunks(groups, max_sessions=max_open)
+            last: list[Outcome] = []
+            for run in runs:
                 deliver = functools.partial(batch.deliver, run, snapshot)
-                ran = await self._fifo.submit(cast(Callable[[], list[Outcome]], deliver))
-                outcomes.update(zip(map(id, run), ran, strict=True))
-                # Reported as each run commits (delivery lines, metrics), not at the pass's end.
-                for outcome in ran:
-                    if isinstance(outcome, Delivered):
-                        for listener in list(self._delivery_listeners):
-                            listener(outcome)
+                # The next run is queued before the last one is reported: its appends run on
+                # the pool while the loop writes the last one's delivery lines.
+                queued = self._fifo.submit_nowait(cast(Callable[[], list[Outcome]], deliver))
+                await self._report(last)
+                last = await queued
+                outcomes.update(zip(map(id, run), last, strict=True))
+            await self._report(last)
         finally:
             snapshot.close()
         for group in groups:
             yield outcomes.get(id(group))
+
+    async def _report(self, ran: Sequence[Outcome]) -> None:
+        """A run's delivery lines and metrics, as it commits (not at the pass's end), in
+        slices with a yield to the loop between them (:data:`REPORT_SLICE`)."""
+        for start in range(0, len(ran), REPORT_SLICE):
+            if start:
+                await asyncio.sleep(0)
+            for outcome in ran[start : start + REPORT_SLICE]:
+                if isinstance(outcome, Delivered):
+                    for listener in list(self._delivery_listeners):
+                        listener(outcome)
 
     async def tick(self) -> list[Delivered]:
         """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except

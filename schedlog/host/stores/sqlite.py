@@ -90,6 +90,9 @@ FROM tasks ORDER BY seq
 #: Tries at taking the store lock, and the pause between them: a reader's probe of the lock
 #: (:func:`~schedlog.host.stores.sqlite_validate.writer_holds`) holds it shared for a few
 #: microseconds, which must not refuse a service that starts at that moment.
+#: The most ids one query of :meth:`SqliteTaskStore.get_many` reads (under SQLite's limit on
+#: bound parameters, 999 in old builds).
+_READ_CHUNK: Final = 500
 _LOCK_TRIES: Final = 5
 _LOCK_PAUSE_S: Final = 0.002
 
@@ -203,6 +206,20 @@ class SqliteTaskStore:
             "SELECT seq, id, session_id, body FROM tasks WHERE id = ?", (task_id,)
         ).fetchone()
         return None if row is None else self._row(*row)
+
+    def get_many(self, task_ids: Sequence[str]) -> list[StoredTask]:
+        """The stored tasks of ``task_ids`` that exist, in the order given, read with a few
+        queries of up to :data:`_READ_CHUNK` ids each (a burst's due scan, read on a pool
+        thread: docs/decisions.md "Burst path off the event loop")."""
+        keys = [key for key in task_ids if _storable(key)]
+        rows: dict[str, StoredTask] = {}
+        for start in range(0, len(keys), _READ_CHUNK):
+            chunk = keys[start : start + _READ_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT seq, id, session_id, body FROM tasks WHERE id IN ({marks})"
+            for row in self._conn.execute(query, chunk):
+                rows[row[1]] = self._row(*row)
+        return [rows[key] for key in keys if key in rows]
 
     def active_targets(self) -> Iterator[tuple[int, int, str]]:
         """The timer-index rows (see :class:`~schedlog.host.stores.base.TaskStore`) from one query.
@@ -335,14 +352,20 @@ class SqliteTaskStore:
     def replace_many(self, tasks: Sequence[Task]) -> None:
         """Rewrite existing tasks in one transaction (one durability barrier for all): a
         batched delivery's commit (docs/operations.md#burst-sizing). All or none are written."""
+        rows = [(js_dumps(encode_task(task)), task.id, task.session_id) for task in tasks]
         with self._transaction() as writer:
-            for task in tasks:
-                cur = writer.execute(
-                    "UPDATE tasks SET body = ? WHERE id = ? AND session_id = ?",
-                    (js_dumps(encode_task(task)), task.id, task.session_id),
-                )
-                if cur.rowcount != 1:
-                    raise sqlite3.Error(f"task {task.id!r} does not exist")
+            # One statement for all: each UPDATE matches at most one row (ids are unique), so
+            # the total is short of the count exactly when some task does not exist.
+            cur = writer.executemany(
+                "UPDATE tasks SET body = ? WHERE id = ? AND session_id = ?", rows
+            )
+            if cur.rowcount != len(rows):
+                missing = next((t.id for t in tasks if not self._holds(t)), tasks[0].id)
+                raise sqlite3.Error(f"task {missing!r} does not exist")
+
+    def _holds(self, task: Task) -> bool:
+        st = self.get(task.id)
+        return st is not None and st.task.session_id == task.session_id
 
     def delete(self, task_id: str) -> bool:
         if not _storable(task_id):
