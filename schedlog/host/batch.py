@@ -193,24 +193,24 @@ class BatchDelivery:
         committed state when it returns."""
         index = self.core.due_tasks
         assert isinstance(index, LocalTimerIndex)
-        ids = index.due_ids(now, excluded)
+        skip = set(excluded)
+        if index.due_count(now) - len(skip) < self.scan_from:
+            return self.core.due(now, skip)  # a few: on the loop, as the one-group path reads
+        ids = index.due_ids(now, skip)
         store = self.core.store
-        if len(ids) >= self.scan_from:
-            changed: set[str] = set()
-            stop = self.core.subscribe_changes(lambda change: changed.add(change.id))
-            try:
-                loop = asyncio.get_running_loop()
-                rows = await loop.run_in_executor(self._pool, _read_rows, store, ids)
-            finally:
-                stop()
-            for task_id in changed.intersection(ids):
-                st = store.get(task_id)
-                if st is None:
-                    rows.pop(task_id, None)
-                else:
-                    rows[task_id] = st
-        else:
-            rows = _read_rows(store, ids)
+        changed: set[str] = set()
+        stop = self.core.subscribe_changes(lambda change: changed.add(change.id))
+        try:
+            loop = asyncio.get_running_loop()
+            rows = await loop.run_in_executor(self._pool, _read_rows, store, ids)
+        finally:
+            stop()
+        for task_id in changed.intersection(ids):
+            st = store.get(task_id)
+            if st is None:
+                rows.pop(task_id, None)
+            else:
+                rows[task_id] = st
         due: list[StoredTask] = []
         for task_id in ids:
             st = rows.get(task_id)
