@@ -349,6 +349,21 @@ class Hosts:
             codes.append(s.stop(timeout=60)[0])
         return codes
 
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs] + [s.proc.pid for s in self.serves]
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds the host processes have used so far (Linux ``/proc``)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        return total
+
     def errors(self) -> list[str]:
         bad = errors_in(self.logs)
         for s in self.serves:
@@ -566,7 +581,9 @@ def _deliver(
             probe = Probe(hosts.serves[0].url, _TOKEN, burst.target_ms / 1000)
             probe.start()
         until = burst.target_ms / 1000 + args.timeout
+        cpu_idle = hosts.cpu_s()  # start-up done; the burst is still ahead
         finished = _wait(target, hosts, until, args.poll_ms / 1000)
+        host_cpu = round(hosts.cpu_s() - cpu_idle, 2)
         if probe is not None:
             probe.stop_flag.set()
             probe.join(timeout=60)
@@ -584,6 +601,7 @@ def _deliver(
     }
     out |= {"exit_codes": codes, "errors": hosts.errors()}
     out["driver_cpu_s"] = round(time.process_time() - cpu_before, 2)  # polling, receiver, probe
+    out["host_cpu_s"] = host_cpu  # the hosts' CPU from before T until the burst was in
     return out | {"load_avg_before": load_before, "load_avg_after": load_after}
 
 
@@ -720,6 +738,7 @@ _MEDIANS: Final = (
     "probe_create_p99_ms",
     "to_started_s",
     "to_delivered_s",
+    "host_cpu_s",
 )
 
 

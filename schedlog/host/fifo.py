@@ -2,6 +2,11 @@
 (create / update / delete / archive stop / delivery groups) in arrival order, and consecutive
 creates share one slot and one durable write (group commit, docs/decisions.md "Group commit off
 the event loop").
+
+With a writer thread, creates that arrive while only batched delivery runs are ahead of them
+take a lane of their own instead of waiting behind the runs (docs/decisions.md "Burst path off
+the event loop"): a new task is no member of a run, and the store serializes the two writes.
+Any other slot waits until the lane has drained, and creates after it queue behind it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ __all__ = ["MAX_BATCH", "WriteFifo"]
 #: The most creates one group commit takes.
 MAX_BATCH: Final = 512
 T = TypeVar("T")
+
+
+#: A queued slot: its function, its result's future, and whether it is a delivery run.
+_Slot = tuple[Callable[[], Any], "asyncio.Future[Any]", bool]
 
 
 class _InsertBatch:
@@ -43,7 +52,7 @@ class WriteFifo:
     def __init__(self, core: HostCore, check_open: Callable[[], None]) -> None:
         self.core = core
         self._check_open = check_open
-        self._queue: asyncio.Queue[tuple[Callable[[], Any], asyncio.Future[Any]]] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Slot] = asyncio.Queue()
         self._open_batch: _InsertBatch | None = None
         #: Group commit (docs/decisions.md "Group commit off the event loop"): creates share one
         #: write when the store can append several at once, and that write runs on a writer
@@ -58,32 +67,45 @@ class WriteFifo:
             and store.writes_from_any_thread
         ):
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="schedlog-writer")
-        self.worker = asyncio.get_running_loop().create_task(self._run())
+        #: Slots queued or running in the main queue other than delivery runs: while there
+        #: is none, creates take the lane (with a writer thread only).
+        self._plain = 0
+        self._lane: asyncio.Queue[_Slot] | None = None if self._writer is None else asyncio.Queue()
+        self._lane_batch: _InsertBatch | None = None
+        loop = asyncio.get_running_loop()
+        self.worker = loop.create_task(self._run(self._queue, main=True))
+        self._lane_worker = None if self._lane is None else loop.create_task(self._run(self._lane))
 
-    async def _run(self) -> None:
+    async def _run(
+        self,
+        queue: asyncio.Queue[_Slot],
+        *,
+        main: bool = False,
+    ) -> None:
         while True:
-            fn, future = await self._queue.get()
+            fn, future, run = await queue.get()
+            plain = main and not run
             try:
                 if future.cancelled():  # cancelled while queued: its slot writes nothing
                     continue
-                try:
-                    result = fn()
-                    if inspect.isawaitable(result):  # a slot that awaits its write
-                        result = await result
-                except BaseException as exc:
-                    if not future.done():
-                        future.set_exception(exc)
-                else:
-                    if not future.done():
-                        future.set_result(result)
+                if plain and self._lane is not None:
+                    await self._lane.join()  # the creates that arrived before it land first
+                await _settle(fn, future)
             finally:
-                self._queue.task_done()
+                if plain:
+                    self._plain -= 1
+                queue.task_done()
 
-    def _enqueue(self, fn: Callable[[], T], *, checked: bool = True) -> asyncio.Future[T]:
+    def _enqueue(
+        self, fn: Callable[[], T], *, checked: bool = True, run: bool = False
+    ) -> asyncio.Future[T]:
         if checked:
             self._check_open()
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((fn, future))
+        if not run:
+            self._plain += 1
+            self._lane_batch = None  # a create after this slot must not run before it
+        self._queue.put_nowait((fn, future, run))
         return future
 
     async def submit(self, fn: Callable[[], T], *, checked: bool = True) -> T:
@@ -93,10 +115,10 @@ class WriteFifo:
         self._open_batch = None  # a create after this slot must not run before it
         return await future
 
-    def submit_nowait(self, fn: Callable[[], T]) -> asyncio.Future[T]:
-        """:meth:`submit`, queued now: the future of ``fn``'s result (a drive pass queues its
-        next run before it reports the last one)."""
-        future = self._enqueue(fn)
+    def submit_run(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        """Queue a batched delivery run now: the future of ``fn``'s result (a drive pass
+        queues its next run before it reports the last one). Creates do not wait for it."""
+        future = self._enqueue(fn, run=True)
         self._open_batch = None  # a create after this slot must not run before it
         return future
 
@@ -108,14 +130,22 @@ class WriteFifo:
         if not self._inserts_many:
             await self.submit(lambda: self.core.insert(task))
             return
-        batch = self._open_batch
-        if batch is None or len(batch.tasks) >= MAX_BATCH:
+        lane = self._lane is not None and self._plain == 0
+        batch = self._lane_batch if lane else self._open_batch
+        if batch is None or batch.started or len(batch.tasks) >= MAX_BATCH:
             batch = _InsertBatch()
             # The slot may return an awaitable (the write on the writer thread): the worker
             # awaits it before the next slot.
             slot = cast(Callable[[], None], lambda: self._run_batch(batch))
-            batch.future = self._enqueue(slot)
-            self._open_batch = batch
+            if lane:
+                assert self._lane is not None
+                self._check_open()
+                batch.future = asyncio.get_running_loop().create_future()
+                self._lane.put_nowait((slot, batch.future, False))
+                self._lane_batch = batch
+            else:
+                batch.future = self._enqueue(slot)
+                self._open_batch = batch
         batch.tasks.append(task)
         batch.waiters.append(asyncio.current_task())
         assert batch.future is not None
@@ -127,6 +157,8 @@ class WriteFifo:
         batch.started = True
         if self._open_batch is batch:
             self._open_batch = None
+        if self._lane_batch is batch:
+            self._lane_batch = None
         # A create whose caller was cancelled while the slot was queued writes nothing.
         kept = [
             task
@@ -150,13 +182,33 @@ class WriteFifo:
     def abandon(self) -> None:
         """Stop the worker now, leaving the slot in flight (a stop that timed out)."""
         self.worker.cancel()
+        if self._lane_worker is not None:
+            self._lane_worker.cancel()
         if self._writer is not None:
             self._writer.shutdown(wait=False, cancel_futures=True)
 
     async def aclose(self) -> None:
         """Finish the accepted slots, stop the worker and the writer thread."""
         await self._queue.join()
-        self.worker.cancel()
-        await asyncio.gather(self.worker, return_exceptions=True)
+        if self._lane is not None:
+            await self._lane.join()
+        workers = [w for w in (self.worker, self._lane_worker) if w is not None]
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
         if self._writer is not None:  # idle: the FIFO has drained
             self._writer.shutdown(wait=True)
+
+
+async def _settle(fn: Callable[[], Any], future: asyncio.Future[Any]) -> None:
+    """Run one slot and give ``future`` its result or its failure."""
+    try:
+        result = fn()
+        if inspect.isawaitable(result):  # a slot that awaits its write
+            result = await result
+    except BaseException as exc:
+        if not future.done():
+            future.set_exception(exc)
+    else:
+        if not future.done():
+            future.set_result(result)

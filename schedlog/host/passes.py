@@ -226,7 +226,7 @@ class DrivePasses:
                 deliver = functools.partial(batch.deliver, run, snapshot)
                 # The next run is queued before the last one is reported: its appends run on
                 # the pool while the loop writes the last one's delivery lines.
-                queued = self._fifo.submit_nowait(cast(Callable[[], list[Outcome]], deliver))
+                queued = self._fifo.submit_run(cast(Callable[[], list[Outcome]], deliver))
                 await self._report(last)
                 last = await queued
                 outcomes.update(zip(map(id, run), last, strict=True))

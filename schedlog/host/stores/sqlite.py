@@ -8,8 +8,8 @@ Each task write is one ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``
 Reads and writes go through two connections to the one file. Writes use a connection of their
 own, so a write may run on another thread (the host's writer thread, docs/decisions.md "Group
 commit off the event loop") while reads go on: in WAL mode a read sees a write only once it is
-committed, never a transaction in progress, and neither blocks the other. Writes must not
-overlap one another (the host's FIFO runs one at a time).
+committed, never a transaction in progress, and neither blocks the other. Writes never
+overlap: each transaction holds the store's write lock.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -137,6 +138,9 @@ class SqliteTaskStore:
         self._conn = conn  # reads
         self._writer = writer  # writes
         self._lock: StoreLock | None = lock
+        #: Write transactions may come from two threads (the writer thread's creates and a
+        #: delivery run's commit): one at a time on the writer connection.
+        self._write_lock = threading.Lock()
         meta = dict(conn.execute("SELECT key, value FROM schedlog_meta").fetchall())
         #: Whether the store holds paused tasks (:class:`~schedlog.host.stores.base.HoldsPause`).
         self.pausable = schedlog_schema(meta) >= PAUSE_SCHEMA
@@ -303,14 +307,15 @@ class SqliteTaskStore:
         """One write transaction on the writer connection: committed when the block ends,
         rolled back on any failure, which is raised as :class:`StoreWriteError`."""
         try:
-            self._writer.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._writer
-                crashpoint("sqlite_store.in_transaction")
-                self._writer.execute("COMMIT")
-            except BaseException:
-                self._writer.execute("ROLLBACK")
-                raise
+            with self._write_lock:  # a create's lane and a delivery run's commit
+                self._writer.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._writer
+                    crashpoint("sqlite_store.in_transaction")
+                    self._writer.execute("COMMIT")
+                except BaseException:
+                    self._writer.execute("ROLLBACK")
+                    raise
         except (sqlite3.Error, UnicodeEncodeError) as exc:
             # UnicodeEncodeError: an id or session id with a lone surrogate, which SQLite text
             # (UTF-8) cannot hold; the write fails like any other storage failure.
