@@ -117,7 +117,8 @@ def _batched(side: _Side, now: int, limit: int, parallel_from: int) -> Result:
     async def body() -> Result:
         batch = BatchDelivery(side.core, lambda: now, threads=3)
         batch.parallel_from = parallel_from
-        due = side.core.due(now)
+        batch.scan_from = parallel_from  # the scan on the pool too, or on the loop
+        due = await batch.scan(now, ())
         groups = plan_groups(due)
         snapshot = DueSnapshot(side.core, due)
         outcomes: dict[int, object] = {}
@@ -275,3 +276,40 @@ def test_lateness_and_the_burst_line() -> None:
     assert line["event"] == "delivery.burst"
     assert (line["reminders"], line["sessions"], line["messages"]) == (3, 2, 2)
     assert line["worstLatenessMs"] == 1_250
+
+
+def test_a_write_during_the_scan_is_read_again(tmp_path: Path) -> None:
+    """The scan reads the due rows on the pool; a task a durable write changed meanwhile is
+    read again on the loop, so the scan returned is the committed state (a deleted task is
+    left out, an edited one is returned as edited)."""
+    tasks = [task(f"schedule-{i}", "s-1", after_seconds=60) for i in range(3)]
+    side = _Side(tmp_path / "side", tasks)
+    now = T0 + 61_000
+    original = side.store.get_many
+
+    def writes_meanwhile(ids: Any) -> Any:
+        rows = original(ids)  # read before the writes below: stale once they commit
+        assert side.core.delete("s-1", "schedule-1")["deleted"] is True
+        current = side.store.get("schedule-2")
+        assert current is not None
+        expected = current.task.record.to_json()
+        assert side.core.update("s-1", "schedule-2", expected, lambda: now, title="Edited").updated
+        return rows
+
+    side.store.get_many = writes_meanwhile  # type: ignore[method-assign]
+    try:
+
+        async def body() -> list[Any]:
+            batch = BatchDelivery(side.core, lambda: now)
+            batch.scan_from = 1
+            try:
+                return await batch.scan(now, ())
+            finally:
+                batch.close()
+
+        due = asyncio.run(body())
+        assert [st.task.id for st in due] == ["schedule-0", "schedule-2"]
+        assert due[1] == side.store.get("schedule-2")
+        assert due[1].task.record.title == "Edited"
+    finally:
+        side.close()
