@@ -240,7 +240,7 @@ class BatchDelivery:
         for plan, pairs in zip(ran.durable, ran.commits, strict=True):
             for st, task in pairs:
                 self.core.due_tasks.reindex(StoredTask(st.seq, task))
-                changes.append(TaskChange(task.id, task.session_id, "delivered"))
+                changes.append(TaskChange(task.id, task.session_id, "delivered", task))
             sent = plan.outgoing
             outcomes[id(plan.group)] = (
                 None if sent is None else sent.delivered._replace(delivered_at=ran.delivered_at)

@@ -161,7 +161,17 @@ class CatalogIndex:
         self._unsubscribe()
 
     def _on_change(self, change: TaskChange) -> None:
-        self._dirty.add(change.id)
+        t = change.task
+        if t is None:
+            self._dirty.add(change.id)
+            return
+        # The committed task came with the change (a batched delivery): no read-back, so a
+        # page after a burst does not decode a thousand tasks on the event loop.
+        self._dirty.discard(change.id)
+        old = self._rows.pop(change.id, None)
+        if old is not None:
+            self._keys.remove(old[0])
+        self._put(_key(t), _Row(t.session_id, (t.record.title or "").casefold(), t.active))
 
     def _put(self, key: Key, row: _Row) -> None:
         self._keys.add(key)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final, Literal, NamedTuple, Protocol
 
+from schedlog.host.task import Task
+
 __all__ = ["ChangeKind", "ChangeListener", "ChangeSource", "TaskChange", "remote_change"]
 
 #: ``created``/``updated``/``deleted`` by a tool or a remote operation (archive stop deletes),
@@ -26,6 +28,9 @@ class TaskChange(NamedTuple):
     id: str
     session_id: str
     kind: ChangeKind
+    #: The task as committed, when the writer has it at hand (a batched delivery): a listener
+    #: may use it instead of reading the task back. None: read it from the store.
+    task: Task | None = None
 
 
 ChangeListener = Callable[[TaskChange], None]

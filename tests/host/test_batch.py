@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlog.host.batch import BatchDelivery, DueSnapshot, chunks
+from schedlog.host.catalog import CatalogIndex, CatalogQuery, effective_status
 from schedlog.host.config import Retention
 from schedlog.host.core import HostCore
 from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
@@ -312,4 +313,34 @@ def test_a_write_during_the_scan_is_read_again(tmp_path: Path) -> None:
         assert due[1] == side.store.get("schedule-2")
         assert due[1].task.record.title == "Edited"
     finally:
+        side.close()
+
+
+def test_the_catalog_follows_a_batched_pass_without_reading_back(tmp_path: Path) -> None:
+    """A batched delivery's changes carry the committed tasks: the catalog index applies them
+    as they come (no read-back of a thousand tasks at the next page, on the event loop) and
+    pages as an index built afresh from the store does."""
+    tasks = [task(f"schedule-{i}", SESSIONS[i % 3], after_seconds=60) for i in range(9)]
+    tasks += [task(f"schedule-r{i}", "s-1", every_seconds=60) for i in range(3)]
+    side = _Side(tmp_path / "side", tasks)
+    index = CatalogIndex(side.store, side.core)
+    now = T0 + 61_000
+    try:
+        assert [kind for kind, _ in _batched(side, now, 100, 1)].count("sent") == 10
+        reads: list[str] = []
+        original = side.store.get
+
+        def counted(task_id: str) -> Any:
+            reads.append(task_id)
+            return original(task_id)
+
+        side.store.get = counted  # type: ignore[method-assign]
+        for status in (None, "active", "inactive"):
+            query = CatalogQuery(50, status=status)
+            fresh = CatalogIndex(side.store, side.core).page(query, effective_status)
+            reads.clear()
+            assert index.page(query, effective_status) == fresh
+            assert len(reads) == len(fresh.tasks)  # the page's tasks only, nothing refreshed
+    finally:
+        index.close()
         side.close()
