@@ -27,13 +27,21 @@ reference:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Final, NamedTuple
 
 from sortedcontainers import SortedList
 
 from schedlog.host.changes import ChangeSource, TaskChange
-from schedlog.host.stores.base import CatalogKey, CatalogRows, LocalStore, OrdersCatalog, TaskStore
+from schedlog.host.stores.base import (
+    CatalogKey,
+    CatalogRows,
+    LocalStore,
+    OrdersCatalog,
+    StoredTask,
+    TaskStore,
+)
 from schedlog.host.task import Task
 
 __all__ = [
@@ -195,30 +203,43 @@ class CatalogIndex:
             keys = self._keys.irange(maximum=query.cursor, inclusive=(True, False), reverse=True)
         else:
             keys = self._keys.irange(minimum=query.cursor, inclusive=(False, True))
+        candidates = (key for key in keys if self._row_matches(key[1], query))
         out: list[Task] = []
-        for key in keys:
-            _, row = self._rows[key[1]]
-            if query.session_id is not None and row.session_id != query.session_id:
-                continue
-            if query.title is not None and query.title not in row.title:
-                continue
-            if query.status is not None and (query.status == "inactive") == row.active:
-                continue  # "active" and "retrying" are both active tasks
-            if len(out) == query.limit:
-                if query.status is None or self._status_matches(key[1], query, status_of):
-                    return Page(out, True)
-                continue
-            st = self._store.get(key[1])
-            if st is None:  # pragma: no cover - the index was refreshed just now
-                continue
-            if query.status is not None and status_of(st.task) != query.status:
-                continue
-            out.append(st.task)
+        while chunk := list(itertools.islice(candidates, query.limit + 1)):
+            # One read for a page's tasks, not one per task: under a burst, every read that
+            # lets go of the interpreter waits to get it back from the delivery threads.
+            found = _read_many(self._store, [key[1] for key in chunk])
+            for key in chunk:
+                st = found.get(key[1])
+                if len(out) == query.limit:
+                    if query.status is None or (
+                        st is not None and status_of(st.task) == query.status
+                    ):
+                        return Page(out, True)
+                    continue
+                if st is None:  # pragma: no cover - the index was refreshed just now
+                    continue
+                if query.status is not None and status_of(st.task) != query.status:
+                    continue
+                out.append(st.task)
         return Page(out, False)
 
-    def _status_matches(self, task_id: str, query: CatalogQuery, status_of: StatusOf) -> bool:
-        st = self._store.get(task_id)
-        return st is not None and status_of(st.task) == query.status
+    def _row_matches(self, task_id: str, query: CatalogQuery) -> bool:
+        _, row = self._rows[task_id]
+        if query.session_id is not None and row.session_id != query.session_id:
+            return False
+        if query.title is not None and query.title not in row.title:
+            return False
+        # "active" and "retrying" are both active tasks
+        return query.status is None or (query.status == "inactive") != row.active
+
+
+def _read_many(store: TaskStore, ids: list[str]) -> dict[str, StoredTask]:
+    get_many: Callable[[list[str]], list[StoredTask]] | None = getattr(store, "get_many", None)
+    if get_many is not None:
+        return {st.task.id: st for st in get_many(ids)}
+    found = (store.get(task_id) for task_id in ids)
+    return {st.task.id: st for st in found if st is not None}
 
 
 def index_for(store: TaskStore, source: ChangeSource) -> CatalogIndex | None:

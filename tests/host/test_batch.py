@@ -334,7 +334,14 @@ def test_the_catalog_follows_a_batched_pass_without_reading_back(tmp_path: Path)
             reads.append(task_id)
             return original(task_id)
 
+        many = side.store.get_many
+
+        def counted_many(ids: Any) -> Any:
+            reads.extend(ids)
+            return many(ids)
+
         side.store.get = counted  # type: ignore[method-assign]
+        side.store.get_many = counted_many  # type: ignore[method-assign]
         for status in (None, "active", "inactive"):
             query = CatalogQuery(50, status=status)
             fresh = CatalogIndex(side.store, side.core).page(query, effective_status)
