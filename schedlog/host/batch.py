@@ -64,8 +64,9 @@ POOL_THREADS: Final = 4
 PARALLEL_FROM: Final = 8
 #: The fewest due tasks for which a pass's scan (reading and decoding them) leaves the loop.
 SCAN_OFF_LOOP_FROM: Final = 64
-#: Delivery lines (and index updates) done on the loop between two yields to it, so that no
-#: stretch of them holds the loop for long (docs/decisions.md "Burst path off the event loop").
+#: Index updates done on the loop between two yields to it, so that no stretch of them holds
+#: the loop for long; a run with this many messages or more is reported (its delivery lines)
+#: on the report thread (docs/decisions.md "Burst path off the event loop").
 REPORT_SLICE: Final = 200
 
 #: What a group's delivery came to: its message (None when nothing was sent), or its failure.
@@ -179,11 +180,18 @@ class BatchDelivery:
         # A threaded run is led from a thread of its own (sessions on the pool, then the
         # commit), so the loop sees one hop per run, not one per session.
         self._lead: ThreadPoolExecutor = ThreadPoolExecutor(1, thread_name_prefix="schedlog-run")
+        # The delivery lines of large runs are written here, one run after another, in order.
+        self._reporter = ThreadPoolExecutor(1, thread_name_prefix="schedlog-report")
 
     def close(self) -> None:
         """Stop the pool (the FIFO has drained: nothing runs on it)."""
         self._lead.shutdown(wait=True)
         self._pool.shutdown(wait=True)
+        self._reporter.shutdown(wait=True)
+
+    async def on_reporter(self, report: Callable[[], None]) -> None:
+        """Run ``report`` (a run's delivery lines) on the report thread; the loop goes on."""
+        await asyncio.get_running_loop().run_in_executor(self._reporter, report)
 
     async def scan(self, now: int, excluded: Iterable[str]) -> list[StoredTask]:
         """A drive pass's due tasks, as :meth:`LocalTimerIndex.due` finds them, with the rows

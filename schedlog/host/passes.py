@@ -42,6 +42,12 @@ MAX_TIMER_BACKOFF_MS: Final = 5_000
 _log = structlog.get_logger("schedlog.host")
 
 
+def _tell(listeners: Sequence[Callable[[Delivered], None]], sent: Sequence[Delivered]) -> None:
+    for message in sent:
+        for listener in listeners:
+            listener(message)
+
+
 class DrivePasses:
     """Drive passes, the timer and their failure reports, over the state the service sets."""
 
@@ -238,14 +244,16 @@ class DrivePasses:
 
     async def _report(self, ran: Sequence[Outcome]) -> None:
         """A run's delivery lines and metrics, as it commits (not at the pass's end), in
-        slices with a yield to the loop between them (:data:`REPORT_SLICE`)."""
-        for start in range(0, len(ran), REPORT_SLICE):
-            if start:
-                await asyncio.sleep(0)
-            for outcome in ran[start : start + REPORT_SLICE]:
-                if isinstance(outcome, Delivered):
-                    for listener in list(self._delivery_listeners):
-                        listener(outcome)
+        order. A run with many messages is reported on the batch's report thread, so the loop
+        goes on serving while the lines are written; a few are reported on the loop."""
+        sent = [outcome for outcome in ran if isinstance(outcome, Delivered)]
+        if not sent:
+            return
+        listeners = list(self._delivery_listeners)
+        if self._batch is not None and len(sent) >= REPORT_SLICE:
+            await self._batch.on_reporter(functools.partial(_tell, listeners, sent))
+            return
+        _tell(listeners, sent)
 
     async def tick(self) -> list[Delivered]:
         """A batch ``tick`` (docs/protocol.md#batch-host): drive passes until nothing is due except

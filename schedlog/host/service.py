@@ -286,7 +286,10 @@ class HostService(DrivePasses):
     def subscribe_deliveries(self, listener: Callable[[Delivered], None]) -> Callable[[], None]:
         """Call ``listener(message)`` after each follow-up message this service sends and
         commits (recovered members send nothing and are not reported); returns an
-        unsubscribe. ``schedlog host run`` prints its delivery lines from here."""
+        unsubscribe. ``schedlog host run`` prints its delivery lines from here. Called in
+        delivery order, on the event loop, or on the batch's report thread for a batched run
+        of many messages (docs/decisions.md "Burst path off the event loop"): a listener must
+        not touch the loop."""
         self._delivery_listeners.append(listener)
         return lambda: self._delivery_listeners.remove(listener)
 
