@@ -15,7 +15,14 @@ with its ``fsync`` and one store transaction per group. A batched pass delivers 
 2. **Commit** (on the pool when threaded): every member of every session that was made
    durable is committed in one store transaction (:class:`ReplacesMany`). A failed commit
    fails every group of the run; the logs hold the follow-ups, so the next pass recovers them.
-3. **Index and report** (on the loop): the timer index and change listeners are updated.
+3. **Index and report** (on the loop, in slices with a yield between them): the timer index
+   and change listeners are updated; the changes carry the committed tasks, so the catalog
+   index needs no read-back. The pass queues its next run before it reports this one, and a
+   run of many messages writes its delivery lines on a report thread.
+
+A threaded run is led from a thread of its own (steps 1 and 2), so the loop sees one hop per
+run. A pass's scan of many due tasks reads and decodes them on the pool with a few queries
+(:meth:`BatchDelivery.scan`). See docs/decisions.md "Burst path off the event loop".
 
 The one-group path (:meth:`HostCore.deliver_group`) stays the readable reference: a batched
 pass leaves the same session logs, byte for byte, and the same store (tests/host/test_batch.py).
