@@ -29,6 +29,8 @@ One run:
    SIGTERM and every session log is read with the project's reader: **doubled** = follow-up
    message ids that occur more than once plus members ``(id, occurrenceAt)`` delivered more than
    once; **missing** = burst reminders with no follow-up member. Both must be 0.
+   **host_cpu_s** is the user + system CPU the host processes used from just before T until
+   the burst was in (Linux ``/proc``): on a shared machine, steadier than the lateness.
 
 Modes:
 
