@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Final, Protocol
+from typing import Final, Protocol, runtime_checkable
 
 from sortedcontainers import SortedList
 
@@ -28,7 +28,15 @@ from schedlog.host.delivery import Group, GroupFailed
 from schedlog.host.stores.base import ClaimingStore, StoredTask, TaskStore
 from schedlog.host.task import Task
 
-__all__ = ["MSG_LEASE_LOST", "ClaimedDue", "DueTasks", "LocalTimerIndex", "due_tasks_for"]
+__all__ = [
+    "MSG_LEASE_LOST",
+    "Batch",
+    "ClaimedDue",
+    "ClaimsBatches",
+    "DueTasks",
+    "LocalTimerIndex",
+    "due_tasks_for",
+]
 
 MSG_LEASE_LOST: Final = "Another host took over the claim of these reminders"
 
@@ -83,6 +91,33 @@ class DueTasks(Protocol):
         ...
 
     def listen(self, on_change: Callable[[dict[str, str]], None]) -> None: ...
+
+    def end_pass(self) -> None:
+        """A drive pass ended: what its scan still holds (a batched claim) is given back."""
+        ...
+
+
+class Batch(Protocol):
+    """One batched claim (:class:`~schedlog.host.stores.pg_batch.ClaimBatch`): its tasks,
+    the sessions it holds locked, a fresh read, the lease check, one commit, and its end."""
+
+    tasks: list[StoredTask]
+    sessions: set[str]
+
+    def fresh(self) -> dict[str, StoredTask]: ...
+
+    def lost(self, ids: Iterable[str]) -> list[str]: ...
+
+    def commit(self, tasks: Sequence[Task]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ClaimsBatches(Protocol):
+    """A claiming store that claims a batch of due tasks under their sessions' locks."""
+
+    def claim_batch(self, now: int, excluded: Iterable[str] = ()) -> Batch: ...
 
 
 class LocalTimerIndex:
@@ -165,6 +200,9 @@ class LocalTimerIndex:
     def listen(self, on_change: Callable[[dict[str, str]], None]) -> None:
         return None  # nobody else writes this store
 
+    def end_pass(self) -> None:
+        return None
+
 
 class ClaimedDue:
     """Due tasks claimed from a store shared by several hosts."""
@@ -172,6 +210,10 @@ class ClaimedDue:
     def __init__(self, claims: ClaimingStore) -> None:
         self.claims = claims
         self.lease_ms: int | None = claims.lease_ms
+        #: Set by a batched claimed delivery (schedlog/host/batch_claims.py): :meth:`due`
+        #: then claims a :class:`Batch` under its sessions' locks, held until :meth:`end_pass`.
+        self.batched = False
+        self.batch: Batch | None = None
 
     def reindex(self, st: StoredTask) -> None:
         return None  # the store is the index
@@ -183,8 +225,22 @@ class ClaimedDue:
         return self.claims.next_wake(excluded)
 
     def due(self, now: int, excluded: Iterable[str] = ()) -> list[StoredTask]:
-        """Claimed for this host (a lease), up to a batch at a time."""
+        """Claimed for this host (a lease), up to a batch at a time; batched, under the locks
+        of their sessions until :meth:`end_pass` (a new claim ends the previous batch)."""
+        if self.batched and isinstance(self.claims, ClaimsBatches):
+            self.end_pass()
+            batch = self.claims.claim_batch(now, excluded)
+            if not batch.tasks:
+                batch.close()
+                return []
+            self.batch = batch
+            return list(batch.tasks)
         return self.claims.claim_due(now, excluded)
+
+    def end_pass(self) -> None:
+        batch, self.batch = self.batch, None
+        if batch is not None:
+            batch.close()
 
     def active_count(self) -> int:
         return self.claims.active_count()

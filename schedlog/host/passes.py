@@ -139,18 +139,21 @@ class DrivePasses:
         outcome and asks for the next pass when it ends.
         """
         try:
-            if due is None:
-                due = self.core.due(self.clock.now_ms(), self._excluded(excluded))
-            groups = plan_groups(due)
-        except Exception as exc:
-            _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
-            self._scan_failed = True
-            return [], set()
-        outcomes: list[tuple[Delivered | None, set[str]]] = []
-        if self._posts is None:
-            async for outcome in self._outcomes(groups, due):
-                outcomes.append(self._reported(outcome))
-        else:
+            try:
+                if due is None:
+                    due = await self._due(excluded)
+                groups = plan_groups(due)
+            except Exception as exc:
+                _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
+                self._scan_failed = True
+                return [], set()
+            outcomes: list[tuple[Delivered | None, set[str]]] = []
+            if self._posts is None:
+                async for outcome in self._outcomes(groups, due):
+                    outcomes.append(self._reported(outcome))
+        finally:
+            await self._end_pass()
+        if self._posts is not None:
             started = [self._posts.start(group) for group in groups]
             if not wait:
                 return [], set()
@@ -159,6 +162,16 @@ class DrivePasses:
         failed = {task_id for _, ids in outcomes for task_id in ids}
         burst_summary(sent)
         return sent, failed
+
+    async def _due(self, excluded: Iterable[str] = ()) -> list[StoredTask]:
+        """The pass's scan, on the loop: the delivery slots of what it claims are queued
+        before any write that arrives after it (a pause queued behind a drive waits for it)."""
+        return self.core.due(self.clock.now_ms(), self._excluded(excluded))
+
+    async def _end_pass(self) -> None:
+        """Give back what the pass's batched claim still holds (its claims not committed and
+        its session locks; schedlog/host/batch_claims.py)."""
+        self.core.due_tasks.end_pass()
 
     def _reported(self, outcome: Outcome) -> tuple[Delivered | None, set[str]]:
         """A group's outcome; a failure is reported and recorded. Returns the message sent
@@ -225,7 +238,7 @@ class DrivePasses:
         tasks whose group failed during this tick."""
         failed: set[str] = set()
         sent: list[Delivered] = []
-        while due := self.core.due(self.clock.now_ms(), self._excluded(failed)):
+        while due := await self._due(failed):
             delivered, newly_failed = await self.drive(failed, due)
             sent.extend(delivered)
             if not delivered and not newly_failed:

@@ -24,6 +24,10 @@ from schedlog.host.batch import (
     BatchDelivery,
     batchable,
 )
+from schedlog.host.batch_claims import (
+    ClaimedBatchDelivery,
+    claims_batchable,
+)
 from schedlog.host.catalog import Catalog, CatalogQuery, Page, StatusOf, effective_status
 from schedlog.host.changes import ChangeListener, TaskChange, remote_change
 from schedlog.host.config import Retention
@@ -97,11 +101,11 @@ class HostService(DrivePasses):
         self.task_ids = task_ids
         self._auto = auto_drive
         #: Batched delivery to session logs (docs/operations.md#burst-sizing), when allowed.
-        self._batch = (
-            BatchDelivery(self.core, clock.now_ms)
-            if post is None and batchable(self.core)
-            else None
-        )
+        self._batch: BatchDelivery | None = None
+        if post is None and batchable(self.core):
+            self._batch = BatchDelivery(self.core, clock.now_ms)
+        elif post is None and claims_batchable(self.core):  # a shared store (issue 21)
+            self._batch = ClaimedBatchDelivery(self.core, clock.now_ms)
         self._stopping = False
         self._closed = False
         #: Writes, delivery groups and archive stop, one at a time in arrival order.
