@@ -87,17 +87,31 @@ class ClaimBatch:
     def _claim(self, now: int, excluded: Sequence[str], limit: int) -> None:
         store, c, owner = self.store, self.conn, self.store.owner
         rows = c.execute(q.BATCH_SESSIONS, (now, owner, excluded, q.SESSION_SEED, limit)).fetchall()
-        wanted = list(dict.fromkeys(str(r[0]) for r in rows))
+        # Whole sessions (one append and one fsync each), about ``limit`` rows in all.
+        wanted: list[str] = []
+        rows_wanted = 0
+        for session_id, count in rows:
+            if wanted and rows_wanted + int(count) > limit:
+                break
+            wanted.append(str(session_id))
+            rows_wanted += int(count)
         if not wanted:
             return
         locked = [str(r[0]) for r in c.execute(q.BATCH_TRY_LOCKS, (wanted, q.SESSION_SEED))]
         self.sessions.update(locked)
         if not locked:
             return
-        claimed = store._decoded(
-            c.execute(q.BATCH_CLAIM, (now, owner, excluded, locked, limit)).fetchall()
-        )
-        store.lease_takeovers += store._lease_with_recurring(c, claimed, now, list(excluded))
+        lease_s = store.lease_ms / 1000
+        rows = c.execute(
+            q.BATCH_CLAIM, (now, owner, excluded, locked, limit, owner, lease_s)
+        ).fetchall()
+        store.lease_takeovers += sum(1 for r in rows if r[7] is not None and r[7] != owner)
+        claimed = store._decoded([r[:7] for r in rows])
+        recurring = [pair for pair in claimed if not pair[0].task.record.is_one_shot]
+        if recurring:  # the other due recurring tasks of their sessions, leased with them
+            more: list[tuple[StoredTask, int]] = list(recurring)
+            store.lease_takeovers += store._lease_with_recurring(c, more, now, list(excluded))
+            claimed.extend(more[len(recurring) :])
         claimed.sort(key=lambda pair: pair[0].seq)
         self.tasks = [st for st, _ in claimed]
         self.versions = {st.task.id: version for st, version in claimed}

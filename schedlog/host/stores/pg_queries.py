@@ -150,13 +150,14 @@ _HELD_LOCKS: Final = (
     "ARRAY(SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks "
     "WHERE locktype = 'advisory' AND objsubid = 1 AND granted)"
 )
-#: The sessions of the first due rows no lease and no session lock holds, in claim order
-#: (parameters: now, owner, excluded ids, seed, limit). No row is locked.
+#: The sessions with due rows that no lease and no session lock holds, with how many each
+#: has, the session of the earliest due row first (parameters: now, owner, excluded ids,
+#: seed, limit). No row is locked.
 BATCH_SESSIONS: Final = (
-    f"SELECT session_id FROM schedlog_tasks WHERE status = 'active' "
+    f"SELECT session_id, count(*) FROM schedlog_tasks WHERE status = 'active' "
     f"AND next_at <= %s AND {_FREE} AND NOT (id = ANY(%s)) "
     f"AND NOT (hashtextextended(session_id, %s) = ANY({_HELD_LOCKS})) "
-    "ORDER BY next_at, seq LIMIT %s"
+    "GROUP BY session_id ORDER BY min(next_at), min(seq) LIMIT %s"
 )
 #: Try each session's lock on this connection: the sessions locked (parameters: seed, ids).
 BATCH_TRY_LOCKS: Final = (
@@ -166,12 +167,17 @@ BATCH_UNLOCK: Final = (
     "SELECT pg_advisory_unlock(hashtextextended(s, %s)) FROM unnest(%s::text[]) AS s"
 )
 BATCH_UNLOCK_ALL: Final = "SELECT pg_advisory_unlock_all()"
-#: :data:`CLAIM_DUE` inside the sessions locked (parameters: now, owner, excluded, sessions,
-#: limit).
+#: :data:`CLAIM_DUE` and :data:`LEASE` in one statement, inside the sessions locked: the rows
+#: claimed and each one's previous lease owner (parameters: now, owner, excluded, sessions,
+#: limit, owner, lease seconds).
 BATCH_CLAIM: Final = (
-    f"SELECT {COLUMNS} FROM schedlog_tasks WHERE status = 'active' "
-    f"AND next_at <= %s AND {_FREE} AND NOT (id = ANY(%s)) AND session_id = ANY(%s) "
-    "ORDER BY next_at, seq LIMIT %s FOR UPDATE SKIP LOCKED"
+    "WITH picked AS (SELECT seq, lease_owner AS previous FROM schedlog_tasks "
+    f"WHERE status = 'active' AND next_at <= %s AND {_FREE} AND NOT (id = ANY(%s)) "
+    "AND session_id = ANY(%s) ORDER BY next_at, seq LIMIT %s FOR UPDATE SKIP LOCKED) "
+    "UPDATE schedlog_tasks AS t SET lease_owner = %s, "
+    "lease_until = now() + make_interval(secs => %s) FROM picked WHERE t.seq = picked.seq "
+    "RETURNING t.seq, t.id, t.session_id, t.status, t.next_at, t.version, t.body, "
+    "picked.previous"
 )
 BATCH_READ: Final = f"SELECT {COLUMNS} FROM schedlog_tasks WHERE id = ANY(%s)"
 #: The ids of ``ids`` this host still leases with at least ``secs`` left (a read: no WAL).
