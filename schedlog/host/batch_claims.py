@@ -6,7 +6,8 @@ append with its ``fsync`` and a commit per group. :class:`ClaimedBatchDelivery` 
 whole batched claim (:class:`~schedlog.host.due.Batch`: up to
 :data:`~schedlog.host.stores.pg_batch.BATCH_CLAIM_LIMIT` due tasks, claimed by one query under
 the locks of their sessions) through :class:`~schedlog.host.batch.BatchDelivery`'s per-session
-machinery, on its pool (off the event loop):
+machinery, on its pool (off the event loop) when the run has
+:data:`~schedlog.host.batch.PARALLEL_FROM` sessions or more, as a local store's:
 
 1. the claimed rows are read again once (a row changed since the claim is not planned) and
    every session's cached log is dropped (re-read as other hosts left it);
@@ -64,7 +65,6 @@ class ClaimedBatchDelivery(BatchDelivery):
         assert isinstance(due, ClaimedDue)
         due.batched = True
         self._due = due
-        self.parallel_from = 1  # every database round trip and append leaves the loop
 
     def _batch(self) -> Batch:
         batch = self._due.batch
@@ -73,12 +73,16 @@ class ClaimedBatchDelivery(BatchDelivery):
         return batch
 
     async def deliver(self, groups: Sequence[Group], due: DueSnapshot) -> list[Outcome]:
+        sessions = {group.session_id for group in groups}
         try:
             batch = self._batch()
-            fresh = await asyncio.get_running_loop().run_in_executor(self._pool, batch.fresh)
+            if len(sessions) >= self.parallel_from:  # as the run itself: a small one stays
+                loop = asyncio.get_running_loop()  # on the loop (virtual-clock tests too)
+                fresh = await loop.run_in_executor(self._pool, batch.fresh)
+            else:
+                fresh = batch.fresh()
         except Exception as exc:
             return [GroupFailed(group.ids, exc) for group in groups]
-        sessions = {group.session_id for group in groups}
         for session_id in sessions:  # the logs as other hosts left them
             self.core.sessions.discard(session_id)
         try:
