@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from operator import itemgetter
 from typing import Final, Protocol
 
 from sortedcontainers import SortedList
@@ -31,6 +32,7 @@ from schedlog.host.task import Task
 __all__ = ["MSG_LEASE_LOST", "ClaimedDue", "DueTasks", "LocalTimerIndex", "due_tasks_for"]
 
 MSG_LEASE_LOST: Final = "Another host took over the claim of these reminders"
+_ID: Final = itemgetter(2)
 
 
 class DueTasks(Protocol):
@@ -95,10 +97,17 @@ class LocalTimerIndex:
         self.store = store
         # Built in one go from the store's index rows: no task is decoded a second time after
         # the validation at open, and one sort replaces an insertion per task.
-        self._keys: dict[str, tuple[int, int, str]] = {
-            key[2]: key for key in store.active_targets()
-        }
-        self._index: SortedList[tuple[int, int, str]] = SortedList(self._keys.values())
+        # SQLite's rows come sorted already (sqlite_load.sorted_keys): the sort is then one pass.
+        self._index: SortedList[tuple[int, int, str]] = SortedList(store.active_targets())
+        # The key of each indexed id, built on the first write that needs it (each id is
+        # indexed once: ids are unique in every store), so start-up does not hash every id.
+        self._by_id: dict[str, tuple[int, int, str]] | None = None
+
+    @property
+    def _keys(self) -> dict[str, tuple[int, int, str]]:
+        if self._by_id is None:
+            self._by_id = dict(zip(map(_ID, self._index), self._index, strict=True))
+        return self._by_id
 
     def reindex(self, st: StoredTask) -> None:
         self.unindex(st.task.id)
