@@ -136,7 +136,9 @@ def _set(doc: Any, path: tuple[Any, ...], value: Any, delete: bool = False) -> N
 @st.composite
 def mutated(draw: st.DrawFn, doc: dict[str, Any]) -> str | Any:
     """The body of ``doc``, perhaps broken in one of many ways (as text or as value)."""
-    how = draw(st.sampled_from(["none"] * 6 + ["value", "delete", "add", "text", "kind-member"]))
+    how = draw(
+        st.sampled_from(["none"] * 6 + ["value", "delete", "add", "text", "kind-member", "history"])
+    )
     if how in ("value", "delete"):
         path = draw(st.sampled_from(_paths(doc)[1:]))
         if how == "delete":
@@ -172,6 +174,20 @@ def mutated(draw: st.DrawFn, doc: dict[str, Any]) -> str | Any:
         _get(doc, path)[key] = draw(
             st.one_of(texts, instant_texts, st.sampled_from([None, 1, 600, [1]]))
         )
+    elif how == "history" and "lastDelivery" in doc:
+        history = doc["deliveryHistory"]["records"]
+        edit = draw(st.sampled_from(["empty", "no-receipt", "other-receipt", "repeat", "title"]))
+        if edit == "empty":
+            history.clear()
+        elif edit == "no-receipt":
+            del doc["lastDelivery"]
+        elif edit == "other-receipt":
+            doc["lastDelivery"]["deliveredAt"] = history[0]["scheduledAt"]
+        elif edit == "repeat":
+            history.append(dict(history[-1]))
+            doc["lastDelivery"] = {k: history[-1][k] for k in doc["lastDelivery"]}
+        else:
+            del doc["record"]["title"]
     elif how == "kind-member":
         doc["record"]["kind"] = draw(
             st.sampled_from(["at", "after", "every", "daily", "weekly", "cron", "bogus"])
@@ -342,3 +358,71 @@ def test_a_row_the_driver_cannot_read_is_reported_after_an_earlier_bad_row() -> 
 def test_sorted_keys_is_the_index_order() -> None:
     keys = [(5, 1, "a"), (3, 2, "b"), (5, 3, "c"), (-(10**14), 4, "d"), (3, 5, "e")]
     assert sorted_keys(keys) == sorted(keys)
+
+
+def _delivered_doc() -> dict[str, Any]:
+    history = [
+        {"scheduledAt": format_instant(T0 + i), "deliveredAt": format_instant(T0 + i + 5)}
+        | {"messageId": f"m-{i}"}
+        for i in range(2)
+    ]
+    record = {"id": "schedule-1", "kind": "every", "title": "T", "prompt": "p"}
+    record |= {"everySeconds": 60, "scheduledAt": format_instant(T0 + 60_000)}
+    return {
+        "sessionId": "s-1",
+        "record": record,
+        "status": "active",
+        "lastDelivery": dict(history[-1]),
+        "deliveryHistory": {"records": history, "earlierRecordsUnavailable": False},
+    }
+
+
+def _edit(doc: dict[str, Any], edit: str) -> None:
+    records = doc["deliveryHistory"]["records"]
+    if edit == "no-records":
+        records.clear()
+    elif edit == "no-receipt":
+        del doc["lastDelivery"]
+    elif edit == "other-receipt":
+        doc["lastDelivery"] = dict(records[0])
+    elif edit == "repeated-id":
+        records[0]["messageId"] = records[1]["messageId"]
+    elif edit == "untrimmed-id":
+        records[0]["messageId"] = " m"
+    elif edit == "bad-instant":
+        records[0]["deliveredAt"] = "2026-02-30T00:00:00.000Z"
+    elif edit == "no-title":
+        del doc["record"]["title"]
+    elif edit == "null-title":
+        doc["record"]["title"] = None
+    elif edit == "paused-inactive":
+        doc["status"] = "inactive"
+        doc["pausedAt"] = format_instant(T0)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "no-records",
+        "no-receipt",
+        "other-receipt",
+        "repeated-id",
+        "untrimmed-id",
+        "bad-instant",
+        "no-title",
+        "null-title",
+        "paused-inactive",
+    ],
+)
+def test_each_task_rule_is_checked(edit: str) -> None:
+    """Each rule broken alone: the reference refuses the row and the fast path does not vouch;
+    the same row unbroken is vouched for."""
+    doc = _delivered_doc()
+    row = [(1, "schedule-1", "s-1", js_dumps(doc))]
+    assert (
+        check_rows(row, pausable=True) == reference(row, True) == [(T0 + 60_000, 1, "schedule-1")]
+    )
+    _edit(doc, edit)
+    row = [(1, "schedule-1", "s-1", js_dumps(doc))]
+    assert reference(row, True)[0] == "error"
+    assert check_rows(row, pausable=True) is None
