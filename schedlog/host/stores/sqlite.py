@@ -368,6 +368,7 @@ class SqliteTaskStore:
         return True
 
     def close(self) -> None:
+        self._open_targets = None
         if self._lock is not None:
             self._writer.close()
             self._conn.close()
