@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from unittest import mock
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given
@@ -293,7 +293,10 @@ def test_the_fast_path_takes_rows_as_our_writers_write_them() -> None:
 
 def test_a_body_holding_two_tasks_is_not_taken() -> None:
     """Joined, two bodies may read as two tasks although neither is one alone."""
-    a = '{"sessionId":"s","record":{"id":"a","kind":"at","title":"T","prompt":"p","scheduledAt":"2030-01-01T00:00:00.000Z"}}'
+    record = (
+        '"id":"a","kind":"at","title":"T","prompt":"p","scheduledAt":"2030-01-01T00:00:00.000Z"'
+    )
+    a = '{"sessionId":"s","record":{' + record + "}}"
     b_head, b_tail = a.replace('"a"', '"b"').split(',"record"')
     rows = [(1, "a", "s", a + "," + b_head), (2, "b", "s", '"record"' + b_tail)]
     assert check_rows(rows, pausable=False) is None
