@@ -20,7 +20,6 @@ from __future__ import annotations
 import gc
 import sqlite3
 from collections.abc import Iterable
-from operator import itemgetter
 from typing import Final
 
 from schedlog.errors import StoreOpenError
@@ -29,7 +28,7 @@ from schedlog.host.task import InvalidTaskError, decode_task
 from schedlog.host.task_typed import Row, TimerKey, check_rows
 from schedlog.strictjson import JSONSyntaxError, loads_strict
 
-__all__ = ["CHUNK_ROWS", "check_row", "decode_row", "load_rows", "sorted_keys"]
+__all__ = ["CHUNK_ROWS", "check_row", "decode_row", "load_rows"]
 
 #: Rows read and checked together by the fast path (a chunk it refuses is read row by row).
 CHUNK_ROWS: Final = 4096
@@ -94,15 +93,11 @@ def load_rows(
     """Validate every row of ``conn``'s tasks table in storage order; the number of rows.
 
     ``tasks``: the decoded tasks are appended (read by the reference, which builds them).
-    ``targets``: the timer-index keys of active, unpaused tasks are appended, sorted by
-    :func:`sorted_keys`. An ``sqlite3.Error`` escapes as it would from the reference loop.
+    ``targets``: the timer-index keys of active, unpaused tasks are appended, in storage
+    order. An ``sqlite3.Error`` escapes as it would from the reference loop.
     """
     if tasks is not None:
-        got: list[TimerKey] | None = None if targets is None else []
-        count = _reference(conn.execute(_ROWS), pausable, tasks, got)
-        if targets is not None and got is not None:
-            targets += sorted_keys(got)
-        return count
+        return _reference(conn.execute(_ROWS), pausable, tasks, targets)
     enabled = gc.isenabled()
     gc.disable()  # millions of rows and keys, none of them in a cycle: no collection passes
     try:
@@ -111,7 +106,7 @@ def load_rows(
         if enabled:
             gc.enable()
     if targets is not None:
-        targets += sorted_keys(keys)
+        targets += keys
     return count
 
 
@@ -144,15 +139,3 @@ def _fast_rows(conn: sqlite3.Connection, pausable: bool) -> tuple[int, list[Time
         count += len(chunk)
         last_seq = chunk[-1][0]
     return count, keys
-
-
-_TARGET: Final = itemgetter(0)
-
-
-def sorted_keys(keys: list[TimerKey]) -> list[TimerKey]:
-    """``keys`` (in ascending ``seq`` order) sorted as the timer index sorts them, by target then
-    ``seq``: a stable sort on the target alone, keyed by floats (exact: every instant is below
-    2**53 ms), which Python compares much faster than large integers."""
-    targets = list(map(float, map(_TARGET, keys)))
-    order = sorted(range(len(keys)), key=targets.__getitem__)
-    return list(map(keys.__getitem__, order))

@@ -110,7 +110,7 @@ def validate_sqlite(
 ) -> int:
     """Validate an existing, non-empty SQLite store read-only; the number of tasks. When
     ``tasks`` is a list, the decoded tasks are appended to it in storage order; when
-    ``targets`` is, the timer-index keys of the active, unpaused tasks, sorted
+    ``targets`` is, the timer-index keys of the active, unpaused tasks in storage order
     (:func:`~schedlog.host.stores.sqlite_load.load_rows`).
 
     Order (docs/protocol.md#open-failures): an SQLite database at all, the meta table and its rows,
@@ -346,7 +346,7 @@ def validate_sqlite_store(
     ``lock_held``: the caller holds the store lock itself (a service opening the store), so no
     other writer can be live and a crash-left log is always read through a private copy.
     ``targets``: the timer-index keys of the store's active, unpaused tasks are appended
-    (sorted, :func:`~schedlog.host.stores.sqlite_load.sorted_keys`)."""
+    (in storage order)."""
     return _read_store(path, None, probe=not lock_held, targets=targets)
 
 
