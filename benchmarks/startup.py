@@ -3,7 +3,7 @@
 Usage (repository root, ``test`` and ``postgres`` extras)::
 
     python -m benchmarks.startup [--tasks 1000000] [--store sqlite|postgres] [--rounds 3]
-        [--baseline DIR] [--cache DIR]
+        [--baseline DIR] [--cache DIR] [--cpu]
 
 One run: a fresh copy of a store of ``--tasks`` tasks, one of them already due; one real
 ``schedlog host run`` process (``--log-format json``) with an empty sessions directory. The
@@ -18,6 +18,10 @@ driver polls every 10 ms and reports the seconds from starting the process to it
   timing, so both sides read a file fresh in the page cache.
 * PostgreSQL: a fresh database per run, filled by one ``INSERT … SELECT generate_series`` and
   one due task made by ``host batch`` (``benchmarks/burst.py``), outside the timing.
+* ``--cpu``: instead of a host process, a fresh ``python`` process per run times, with
+  ``time.process_time``, ``open_store`` (the validation of every row) and then
+  ``LocalTimerIndex(store)`` (SQLite only): the CPU seconds of the work itself, which a busy
+  machine inflates far less than wall time.
 * ``--baseline DIR``: a source tree of another commit (``git archive COMMIT | tar -x -C DIR``);
   each round runs the baseline and then this tree, every subprocess importing its side's tree
   first. Medians per side are printed.
@@ -94,6 +98,42 @@ def time_startup(side: Side, store: str, run_dir: Path, timeout: float) -> dict[
     }
 
 
+CPU_PROGRAM: Final = """
+import json, sys, time
+from schedlog.host.due import LocalTimerIndex
+from schedlog.host.stores.open import open_store
+t0 = time.process_time()
+store = open_store(sys.argv[1], "sqlite")
+t1 = time.process_time()
+index = LocalTimerIndex(store)
+t2 = time.process_time()
+print(json.dumps({"open_cpu_s": round(t1 - t0, 3), "index_cpu_s": round(t2 - t1, 3),
+                  "active": index.active_count()}))
+store.close()
+"""
+
+
+def cpu_startup(side: Side, store: str) -> dict[str, Any]:
+    """CPU seconds of ``open_store`` and of the timer index, in a fresh process of ``side``."""
+    done = subprocess.run(
+        # the side's tree first on sys.path, ahead of the working directory ("" for -c)
+        [
+            sys.executable,
+            "-c",
+            f"import sys\nsys.path.insert(0, {str(side.tree)!r})\n" + CPU_PROGRAM,
+            store,
+        ],
+        env=side.env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
+    out: dict[str, Any] = json.loads(done.stdout)
+    out["total_cpu_s"] = round(out["open_cpu_s"] + out["index_cpu_s"], 3)
+    return out
+
+
 def run_once(
     side: Side, args: argparse.Namespace, work: Path, template: Path | None
 ) -> dict[str, Any]:
@@ -106,7 +146,10 @@ def run_once(
             else:
                 _populate_pg(side, store, args.tasks, run_dir)
             out["load_avg_before"] = _load_avg()
-            out |= time_startup(side, store, run_dir, args.timeout)
+            if args.cpu:
+                out |= cpu_startup(side, store)
+            else:
+                out |= time_startup(side, store, run_dir, args.timeout)
             out["load_avg_after"] = _load_avg()
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -118,9 +161,10 @@ def summaries(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for name in dict.fromkeys(r["side"] for r in results):
         runs = [r for r in results if r["side"] == name]
         summary: dict[str, Any] = {"summary": name, "runs": len(runs)}
-        for key in ("to_started_s", "to_delivered_s"):
+        for key in ("to_started_s", "to_delivered_s", "open_cpu_s", "index_cpu_s", "total_cpu_s"):
             values = [r[key] for r in runs if r.get(key) is not None]
-            summary[f"median_{key}"] = round(statistics.median(values), 3) if values else None
+            if values:
+                summary[f"median_{key}"] = round(statistics.median(values), 3)
         summary["load_avg"] = _load_avg()
         out.append(summary)
     return out
@@ -134,8 +178,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", default=None, help="a source tree of another commit")
     parser.add_argument("--cache", default=tempfile.gettempdir(), help="where the template lives")
+    parser.add_argument("--cpu", action="store_true", help="CPU of open + index, in-process")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     args = parser.parse_args(argv)
+    if args.cpu and args.store != "sqlite":
+        parser.error("--cpu measures the SQLite store")
     if not args.url.startswith(("postgresql://127.0.0.1", "postgresql://postgres@127.0.0.1")):
         parser.error("--url must be a PostgreSQL server on 127.0.0.1")
     return args
@@ -156,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(out), flush=True)
     for summary in summaries(results):
         print(json.dumps(summary), flush=True)
-    return 0 if all(r["to_delivered_s"] is not None for r in results) else 1
+    return 0 if all(r.get("to_delivered_s", 0) is not None for r in results) else 1
 
 
 if __name__ == "__main__":
