@@ -214,48 +214,46 @@ class ChunkFold:
     def _fold_chunk(self, typed: list[wire.ChangeData], colons: int, counted: int | None) -> None:
         """Check and fold a chunk's changes, whose payloads hold ``colons`` ``:`` bytes by the
         count of the chunk, and ``counted`` by the count of their own bytes (None: unknown).
-        When that is more than theirs, the fold is undone (the chunk goes line by line)."""
-        before = dict(self.active)
-        foreign = self.foreign
-        mark = len(foreign) if foreign is not None else 0
+        When that is not the count their typed members account for (a key given twice or a
+        null member), the chunk is not taken (the chunk goes line by line); that is decided
+        from the typed changes alone, before anything is folded, so nothing is undone."""
         classes = list(map(type, typed))
         records = list(map(_SCHEDULE, compress(typed, map(is_, classes, repeat(wire.CreateData)))))
+        accepts = list(
+            map(_ACCEPTED, compress(typed, map(is_, classes, repeat(wire.DispatchData))))
+        )
+        stamps = list(compress(accepts, map(is_not, accepts, repeat(None))))
+        titles = list(filter(None, map(_TITLE, records)))  # a title is never empty
+        # version, operation and id of every change; acceptedAt and an instant's 2; schedule;
+        # id, kind, prompt, scheduledAt and its 2; the seconds but for at; title
+        ats = list(map(type, records)).count(wire.AtRecord) if records else 0
+        expected = 3 * len(typed) + 3 * len(stamps) + 7 * len(records) - ats + len(titles)
+        if not (
+            (counted is None or colons == counted)
+            and (colons == expected or colons == expected + text_colons(typed))
+        ):
+            raise NotTaken
         ids = list(map(_ID, records))
-        expected = 3 * len(typed)  # version, operation and id of every change
         entries: list[tuple[wire.WireRecord, int]] = []
         if records:
-            expected += self._check_creates(records, ids)
+            self._check_creates(records, ids, titles)
             entries = list(zip(records, self._create_instants(records), strict=True))
-        expected += self._fold_typed(typed, classes, iter(zip(ids, entries, strict=True)).__next__)
+        self._fold_typed(typed, classes, stamps, iter(zip(ids, entries, strict=True)).__next__)
         self._settle(ids, entries)
-        if (counted is None or colons == counted) and (
-            colons == expected or colons == expected + text_colons(typed)
-        ):
-            return
-        # A key given twice or a null member: unfold, and read the chunk line by line.
-        self.active = before
-        seen = self.seen
-        for record_id in ids:
-            del seen[record_id]
-        if foreign is not None:
-            del foreign[mark:]
-        raise NotTaken
 
-    def _check_creates(self, records: list[wire.WireRecord], ids: list[str]) -> int:
-        """Check the records a chunk creates, all at once: ids never created before (in the
-        log or the chunk), ids, prompts and titles trimmed, titles not too long; the ids are
-        then seen. The ``:`` bytes of their members (and of their instants)."""
+    def _check_creates(
+        self, records: list[wire.WireRecord], ids: list[str], titles: list[str]
+    ) -> None:
+        """Check the records a chunk creates (``titles``: their titles that are set), all at
+        once: ids never created before (in the log or the chunk), ids, prompts and titles
+        trimmed, titles not too long; the ids are then seen."""
         seen = self.seen
         fresh = dict.fromkeys(ids)
         if len(fresh) != len(ids) or not seen.keys().isdisjoint(fresh):
             raise Invalid
-        titles = list(filter(None, map(_TITLE, records)))  # a title is never empty
         if not typed_texts_ok(ids, list(map(_PROMPT, records)), titles):
             raise Invalid
         seen.update(fresh)
-        # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at; title
-        ats = list(map(type, records)).count(wire.AtRecord)
-        return 7 * len(records) - ats + len(titles)
 
     def _create_instants(self, records: list[wire.WireRecord]) -> list[int]:
         """The ``scheduledAt`` of the records in epoch ms, each a canonical instant."""
@@ -268,11 +266,12 @@ class ChunkFold:
         self,
         typed: list[wire.ChangeData],
         classes: list[type],
+        stamps: list[str],
         next_create: Callable[[], tuple[str, tuple[wire.WireRecord, int]]],
-    ) -> int:
+    ) -> None:
         """Fold typed changes in order, whose creates :meth:`_check_creates` checked (each
-        ``next_create()`` is the next one's id and entry); the ``:`` bytes of the dispatches'
-        ``acceptedAt``.
+        ``next_create()`` is the next one's id and entry); ``stamps`` are the dispatches'
+        ``acceptedAt`` that are set, in order.
 
         A created record stays an entry (the typed record and its ``scheduledAt`` in epoch ms)
         in ``active`` until :meth:`_settle` (or a dispatch) builds its :class:`Record`. The
@@ -281,10 +280,6 @@ class ChunkFold:
         # Records, and the entries created in this chunk until they are settled.
         active: dict[str, Any] = self.active
         pop = active.pop
-        accepts = list(
-            map(_ACCEPTED, compress(typed, map(is_, classes, repeat(wire.DispatchData))))
-        )
-        stamps = list(compress(accepts, map(is_not, accepts, repeat(None))))
         accepted_ms = iter(instants_ms(stamps, self.instants.parse)).__next__
         for change, kind in zip(typed, classes, strict=True):
             if kind is wire.DeleteData:
@@ -318,7 +313,6 @@ class ChunkFold:
                 if at is None:
                     raise Invalid
                 _dispatch_every(active, target, current, at)
-        return 3 * len(stamps)  # acceptedAt and an instant's 2
 
     def _foreign(self, code: int, target: str, at: int) -> None:
         """A delete or dispatch of ``target``, which is not active: in a tail, of a record
