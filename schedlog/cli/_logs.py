@@ -22,6 +22,8 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
+from itertools import compress, repeat
+from operator import is_
 from typing import Any, Final, TextIO
 
 import msgspec
@@ -88,6 +90,9 @@ class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
     read_error: str | None = None
     #: ``session_log_not_regular`` or ``session_log_unreadable`` with ``read_error``
     read_code: str = "session_log_unreadable"
+    #: With ``targets=True`` and the fast path: the canonical ``scheduledAt`` text of each
+    #: active record, as the log wrote it, or None where it did not (see :func:`replay_report`)
+    targets: list[str | None] | None = None
 
     @property
     def ok(self) -> bool:
@@ -95,7 +100,7 @@ class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def check_session_log(
-    path: str, read_log: LogReader | None = None, *, split: bool = True
+    path: str, read_log: LogReader | None = None, *, split: bool = True, targets: bool = False
 ) -> LogCheck:
     """Read ``path`` with ``read_log`` and fold its owned suffix, without modifying it.
 
@@ -108,23 +113,25 @@ def check_session_log(
     The cyclic garbage collector stays paused for the read and the fold: both only build
     acyclic values that all survive, which it would otherwise traverse again and again. On a
     machine with a second core, the fast path checks the second half of a long log in a child
-    process (:mod:`schedlog.cli._split`), unless ``split`` is False.
+    process (:mod:`schedlog.cli._split`), unless ``split`` is False. With ``targets``, a fast
+    check also keeps the targets' texts the log holds (:attr:`LogCheck.targets`).
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check(path, read_log, split and split_available())
+        return _check(path, read_log, split and split_available(), targets)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _check(path: str, read_log: LogReader | None, split: bool) -> LogCheck:
+def _check(path: str, read_log: LogReader | None, split: bool, targets: bool) -> LogCheck:
     try:
         if read_log is None:
-            fast = fast_check(path, split=fork_split if split else None)
+            texts: list[str | None] | None = [] if targets else None
+            fast = fast_check(path, split=fork_split if split else None, targets=texts)
             if fast is not None:
-                return LogCheck(path=path, contents=fast[0], state=fast[1])
+                return LogCheck(path=path, contents=fast[0], state=fast[1], targets=texts)
             read_log = read_summary
         contents = read_log(path)
     except OSError as exc:
@@ -376,7 +383,7 @@ def cmd_replay(args: argparse.Namespace, read_log: LogReader | None) -> int:
     refused = log_path_error(args)
     if refused is not None:
         return refused
-    check = check_session_log(args.log, read_log)
+    check = check_session_log(args.log, read_log, targets=args.at is None)
     if wants_json(args, out):
         write_json_line(replay_report(check, at), out)
         return 0 if check.ok else 1
@@ -397,9 +404,8 @@ def replay_report(check: LogCheck, at: int | None) -> dict[str, Any]:
     assert check.state is not None and check.contents is not None
     header = check.contents.header
     records = check.state.active
-    if at is None:  # every target formatted at once: a long active set prints fast
-        texts = format_instants([r.scheduled_at for r in records])
-        active = list(map(Record.to_json, records, texts))
+    if at is None:
+        active = list(map(Record.to_json, records, _target_texts(records, check.targets)))
     else:
         active = [r.view(at, SESSION_LOCAL) for r in records]
     return {
@@ -408,6 +414,18 @@ def replay_report(check: LogCheck, at: int | None) -> dict[str, Any]:
         "active": active,
         "seenIds": list(check.state.seen_ids),
     }
+
+
+def _target_texts(records: tuple[Record, ...], known: list[str | None] | None) -> list[str]:
+    """``format_instant`` of each record's target: the text the log holds where ``known`` has
+    it (:attr:`LogCheck.targets`), the rest formatted at once (a long active set prints fast)."""
+    if known is None:
+        return format_instants([r.scheduled_at for r in records])
+    if None not in known:
+        return known  # type: ignore[return-value]
+    missing = list(map(is_, known, repeat(None)))
+    formatted = iter(format_instants([r.scheduled_at for r in compress(records, missing)]))
+    return [next(formatted) if text is None else text for text in known]
 
 
 def _human_replay(check: LogCheck, now: int, out: TextIO) -> None:

@@ -92,8 +92,11 @@ _decode_changes = msgspec.json.Decoder(list[wire.ChangeData]).decode
 
 #: What a tail fold gives (``fastcheck``'s tail work): events, size of its complete lines,
 #: torn tail, created ids, the records still active, the changes of records it did not create
-#: (:attr:`ChunkFold.foreign`).
-TailResult = tuple[int, int, bytes, list[str], list[Record], list[tuple[int, str, int]]]
+#: (:attr:`ChunkFold.foreign`), the canonical target texts of those records
+#: (:meth:`ChunkFold.targets`).
+TailResult = tuple[
+    int, int, bytes, list[str], list[Record], list[tuple[int, str, int]], list[str | None]
+]
 encode_tail = msgspec.msgpack.Encoder().encode
 _decode_tail = msgspec.msgpack.Decoder(TailResult).decode
 
@@ -113,6 +116,9 @@ class ChunkFold:
         self.active: dict[str, Record] = {}
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
+        #: When set (by the caller, before the first chunk): every id the typed path created,
+        #: with its ``scheduledAt`` as the log wrote it and in epoch ms (see :meth:`targets`).
+        self.created: dict[str, tuple[str, int]] | None = None
         # The event types seen so far, or expected (``kinds``): the first chunk is then tried
         # in one pass too; a line of another type sends it to two.
         self.kinds: frozenset[str] = kinds if len(kinds) <= _MAX_KINDS else frozenset()
@@ -237,7 +243,11 @@ class ChunkFold:
         entries: list[tuple[wire.WireRecord, int]] = []
         if records:
             self._check_creates(records, ids, titles)
-            entries = list(zip(records, self._create_instants(records), strict=True))
+            texts = list(map(_SCHEDULED_AT, records))
+            whens = self._create_instants(texts)
+            entries = list(zip(records, whens, strict=True))
+            if self.created is not None:
+                self.created.update(zip(ids, zip(texts, whens, strict=True), strict=True))
         self._fold_typed(typed, classes, stamps, iter(zip(ids, entries, strict=True)).__next__)
         self._settle(ids, entries)
 
@@ -255,9 +265,10 @@ class ChunkFold:
             raise Invalid
         seen.update(fresh)
 
-    def _create_instants(self, records: list[wire.WireRecord]) -> list[int]:
-        """The ``scheduledAt`` of the records in epoch ms, each a canonical instant."""
-        whens = instants_ms(list(map(_SCHEDULED_AT, records)), self.instants.parse)
+    def _create_instants(self, texts: list[str]) -> list[int]:
+        """The ``scheduledAt`` ``texts`` of created records in epoch ms, each a canonical
+        instant."""
+        whens = instants_ms(texts, self.instants.parse)
         if None in whens:  # not a canonical instant of a real day
             raise Invalid
         return whens  # type: ignore[return-value]
@@ -328,7 +339,7 @@ class ChunkFold:
         if not result or self.count < self.start:  # or the tail's lines are not all owned
             return None
         try:
-            count, complete, carry, seen_ids, records, foreign = _decode_tail(result)
+            count, complete, carry, seen_ids, records, foreign, texts = _decode_tail(result)
         except msgspec.DecodeError:
             return None
         active: dict[str, Any] = self.active
@@ -345,8 +356,32 @@ class ChunkFold:
                 del active[target]
         self.later_seen = later
         active.update(zip(map(_ID, records), records, strict=True))
+        created = self.created
+        if created is not None:
+            for record, text in zip(records, texts, strict=True):
+                if text is not None:
+                    created[record.id] = (text, record.scheduled_at)
         self.count += count
         return carry, complete
+
+    def targets(self) -> list[str | None]:
+        """The ``scheduledAt`` of each active record, in order, as the log wrote it when it
+        created the record, if it is still that target (a dispatch moves an every record on),
+        else None; all None unless :attr:`created` was set.
+
+        Such a text is ``format_instant`` of the target: the typed path created the record only
+        if :func:`~schedlog.invariant.chunk_checks.instants_ms` took the text for a canonical
+        instant, which is exactly the text ``format_instant`` gives (docs/rules.md#instants);
+        ``tests/invariant/test_fastcheck_targets.py`` proves it."""
+        created = self.created
+        if not created:
+            return [None] * len(self.active)
+        get = created.get
+        texts: list[str | None] = []
+        for record in self.active.values():
+            known = get(record.id)
+            texts.append(known[0] if known is not None and known[1] == record.scheduled_at else None)
+        return texts
 
     def _settle(self, ids: list[str], entries: list[tuple[wire.WireRecord, int]]) -> None:
         """Build the :class:`Record` of each entry created in this chunk that is still
