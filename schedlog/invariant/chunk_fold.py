@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from operator import attrgetter, is_, is_not, not_
 from typing import Any, Final
 
@@ -119,6 +119,8 @@ class ChunkFold:
         #: When set (by the caller, before the first chunk): every id the typed path created,
         #: with its ``scheduledAt`` as the log wrote it and in epoch ms (see :meth:`targets`).
         self.created: dict[str, tuple[str, int]] | None = None
+        #: The targets' texts of the records a joined tail added (the last of ``active``).
+        self.later_targets: list[str | None] = []
         # The event types seen so far, or expected (``kinds``): the first chunk is then tried
         # in one pass too; a line of another type sends it to two.
         self.kinds: frozenset[str] = kinds if len(kinds) <= _MAX_KINDS else frozenset()
@@ -356,11 +358,8 @@ class ChunkFold:
                 del active[target]
         self.later_seen = later
         active.update(zip(map(_ID, records), records, strict=True))
-        created = self.created
-        if created is not None:
-            for record, text in zip(records, texts, strict=True):
-                if text is not None:
-                    created[record.id] = (text, record.scheduled_at)
+        if len(texts) == len(records):
+            self.later_targets = texts  # the last records of ``active``, all final
         self.count += count
         return carry, complete
 
@@ -374,13 +373,19 @@ class ChunkFold:
         instant, which is exactly the text ``format_instant`` gives (docs/rules.md#instants);
         ``tests/invariant/test_fastcheck_targets.py`` proves it."""
         created = self.created
-        if not created:
-            return [None] * len(self.active)
-        get = created.get
+        later = self.later_targets if created is not None else []
+        own = islice(self.active.values(), len(self.active) - len(later))
         texts: list[str | None] = []
-        for record in self.active.values():
-            known = get(record.id)
-            texts.append(known[0] if known is not None and known[1] == record.scheduled_at else None)
+        if created:
+            get = created.get
+            for record in own:
+                known = get(record.id)
+                texts.append(
+                    known[0] if known is not None and known[1] == record.scheduled_at else None
+                )
+        else:
+            texts = [None] * (len(self.active) - len(later))
+        texts += later
         return texts
 
     def _settle(self, ids: list[str], entries: list[tuple[wire.WireRecord, int]]) -> None:

@@ -422,7 +422,8 @@ def test_human_repair(
 def test_replay_report_formats_every_target_as_to_json_does(tmp_path: Path) -> None:
     # replay_report formats the targets of the whole active set at once (format_instants):
     # the same text as each record's to_json, over many days, times and kinds.
-    from schedlog.cli._logs import check_session_log, replay_report
+    from schedlog.cli._logs import check_session_log
+    from schedlog.cli._replay import replay_report
     from schedlog.rules.instants import format_instant, parse_canonical_instant
 
     start = parse_canonical_instant("0001-01-01T00:00:00.000Z")
