@@ -439,3 +439,22 @@ def test_replay_report_formats_every_target_as_to_json_does(tmp_path: Path) -> N
     check = check_session_log(str(path))
     assert check.state is not None and len(check.state.active) == 300
     assert replay_report(check, None)["active"] == [r.to_json() for r in check.state.active]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "UTF8", "ascii", "latin-1"])
+def test_replay_json_bytes_are_the_text_layers_bytes(encoding: str) -> None:
+    # write_json_bytes writes to stdout's buffer only when the text layer would write UTF-8;
+    # otherwise (here: non-ASCII escaped or refused) it goes through the text layer.
+    from schedlog.cli._replay import write_json_bytes
+    from schedlog.cli.common import write_json_line
+
+    value = {"active": [{"id": "é-1", "prompt": "会议 \ud800 x"}], "n": 1}
+    results = []
+    for write in (write_json_bytes, write_json_line):
+        raw = io.BytesIO()
+        out = io.TextIOWrapper(raw, encoding=encoding, errors="backslashreplace")
+        out.write("before\n")
+        write(value, out)
+        out.flush()
+        results.append(raw.getvalue())
+    assert results[0] == results[1]
