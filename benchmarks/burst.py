@@ -72,16 +72,15 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
+from benchmarks.burst_receiver import Receiver
 from benchmarks.http import _load_avg, _percentile
 from benchmarks.pg_hosts import errors_in, first_started, with_db
 from schedlog.eventlog.reader import read_log
 from schedlog.rules.instants import format_instant
 from tests.serve.process import RUNNER, ServeProcess, start_serve
-from tests.serve.receiver import Inbox
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 SECRET: Final = "benchmark-burst-webhook-secret-0123"
@@ -398,66 +397,7 @@ def start_serve_hosts(side: Side, store: str, k: int, extra: list[str], token: s
     return hosts
 
 
-# --- the webhook receiver and the API probe --------------------------------------------------
-
-
-class Receiver:
-    """A loopback webhook receiver: checks the signature, waits 5 ms, answers 200, and stamps
-    each burst member (epoch s) at its first acknowledgement."""
-
-    def __init__(self, expected: set[str], delay_s: float = 0.005) -> None:
-        self.expected = expected
-        self.inbox = Inbox(SECRET.encode())
-        self.seen: dict[str, float] = {}
-        self.members: Counter[str] = Counter()
-        self.inbox.on_accept = self._accept
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                time.sleep(delay_s)
-                status = receiver.inbox.decide(dict(self.headers.items()), body)
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def _accept(self, value: dict[str, Any]) -> None:  # under the inbox's lock
-        if value["messageId"] in self.inbox.by_id:
-            return  # a retry of a message already acknowledged
-        stamp = time.time()
-        for member in value["reminders"]:
-            if member["id"] in self.expected:
-                self.members[member["id"]] += 1
-                self.seen.setdefault(member["id"], stamp)
-
-    def complete(self) -> bool:
-        with self.inbox.lock:
-            return len(self.seen) >= len(self.expected)
-
-    def check(self) -> dict[str, int]:
-        with self.inbox.lock:
-            return {
-                "followups": sum(self.members.values()),
-                "missing": len(self.expected - set(self.seen)),
-                "doubled": sum(c - 1 for c in self.members.values() if c > 1),
-                "repeated_posts": len(self.inbox.received) - len(self.inbox.by_id),
-                "bad_signatures": self.inbox.bad_signatures,
-            }
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+# --- the API probe (the webhook receiver is benchmarks/burst_receiver.py) ---------------------
 
 
 class Probe(threading.Thread):
@@ -555,7 +495,7 @@ def _deliver(
 ) -> dict[str, Any]:
     """Start the hosts, wait for the burst, stop them; the measured fields of the run."""
     mode, sessions_dir, expected = _mode(args), work / "sessions", set(burst.ids)
-    receiver = Receiver(expected) if mode == "webhook" else None
+    receiver = Receiver(expected, SECRET.encode()) if mode == "webhook" else None
     target: Receiver | LogWatch = receiver or LogWatch(sessions_dir, expected)
     load_before, cpu_before = _load_avg(), time.process_time()
     try:

@@ -25,6 +25,7 @@ from schedlog.host.fifo import WriteFifo
 from schedlog.host.inflight import SessionChains
 from schedlog.host.retry import Backoff
 from schedlog.host.stores.base import StoredTask
+from schedlog.host.webhook_commit import WebhookCommits
 
 __all__ = ["MAX_TIMER_BACKOFF_MS", "TIMER_BACKOFF_MS", "DrivePasses"]
 
@@ -45,6 +46,7 @@ class DrivePasses:
     _fifo: WriteFifo
     _batch: BatchDelivery | None
     _posts: SessionChains[tuple[Delivered | None, set[str]]] | None
+    _commits: WebhookCommits | None
     _auto: bool
     _stopping: bool
     _wake: asyncio.Event
@@ -77,6 +79,7 @@ class DrivePasses:
                 lambda fn: self._fifo.submit(fn, checked=False),
                 sleep_until=self.clock.sleep_until,
                 retry_in=None if backoff is None else backoff.next_delay_ms,
+                commit=None if self._commits is None else self._commits.commit,
             )
         if sent is not None:
             for listener in list(self._delivery_listeners):
