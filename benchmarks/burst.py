@@ -3,7 +3,8 @@
 Usage (repository root, ``test`` and ``postgres`` extras)::
 
     python -m benchmarks.burst [--reminders 10000] [--sessions 500] [--store sqlite|postgres]
-        [--hosts 1[,2,3]] [--rounds 1] [--baseline DIR] [--webhook] [--api-probe]
+        [--hosts 1[,2,3]] [--rounds 1] [--baseline DIR] [--webhook [--webhook-concurrency N]]
+        [--api-probe]
     python -m benchmarks.burst --startup [--startup-tasks 1000000] [--store sqlite|postgres]
 
 One run:
@@ -32,8 +33,9 @@ One run:
 
 Modes:
 
-* ``--webhook``: ``host serve --deliver-to`` a receiver in this process on 127.0.0.1 (HTTP/1.1
-  keep-alive, signature checked, 200 after 5 ms). Lateness is stamped at the receiver when it
+* ``--webhook``: ``host serve --deliver-to`` a receiver in this process on 127.0.0.1
+  (``benchmarks/burst_receiver.py``: asyncio on a thread of its own, HTTP/1.1 keep-alive,
+  signature checked, 200 after 5 ms); ``--webhook-concurrency`` is passed to the hosts. Lateness is stamped at the receiver when it
   acknowledges; doubled = members acknowledged under two different message ids (repeats of one
   message id, retries, are reported apart as ``repeated_posts``).
 * ``--api-probe``: the hosts are ``host serve`` processes; from T until the burst is in, a
@@ -466,10 +468,19 @@ _TOKEN: Final = "burst-token-" + secrets.token_hex(8)
 
 
 def _start_hosts(
-    side: Side, store: str, sessions_dir: Path, k: int, work: Path, mode: str, hook: str
+    side: Side,
+    store: str,
+    sessions_dir: Path,
+    k: int,
+    work: Path,
+    mode: str,
+    hook: str,
+    concurrency: int | None = None,
 ) -> Hosts:
     if mode == "webhook":
         extra = ["--deliver-to", hook, "--retry-base-ms", "200", "--retry-cap-ms", "2000"]
+        if concurrency is not None:
+            extra += ["--webhook-concurrency", str(concurrency)]
         return start_serve_hosts(side, store, k, extra, _TOKEN)
     if mode == "api-probe":
         return start_serve_hosts(side, store, k, ["--sessions", str(sessions_dir)], _TOKEN)
@@ -499,7 +510,9 @@ def _deliver(
     target: Receiver | LogWatch = receiver or LogWatch(sessions_dir, expected)
     load_before, cpu_before = _load_avg(), time.process_time()
     try:
-        hosts = _start_hosts(side, store, sessions_dir, k, work, mode, target_url(receiver))
+        hook = target_url(receiver)
+        concurrency = args.webhook_concurrency
+        hosts = _start_hosts(side, store, sessions_dir, k, work, mode, hook, concurrency)
         ready = time.time()
         probe = None
         if mode == "api-probe":
@@ -538,6 +551,8 @@ def run_burst(side: Side, k: int, args: argparse.Namespace, parent: Path) -> dic
     sessions_dir.mkdir()
     result: dict[str, Any] = {"side": side.name, "mode": _mode(args), "store": args.store}
     result |= {"hosts": k, "reminders": args.reminders, "sessions": args.sessions}
+    if args.webhook:
+        result["webhook_concurrency"] = args.webhook_concurrency
     try:
         with fresh_store(args.store, work, args.url, side) as store:
             burst = create_burst(side, store, sessions_dir, args)
@@ -677,6 +692,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode.add_argument("--api-probe", action="store_true")
     mode.add_argument("--startup", action="store_true")
     parser.add_argument("--startup-tasks", type=int, default=1_000_000)
+    parser.add_argument(
+        "--webhook-concurrency", type=int, default=None, help="passed to host serve (--webhook)"
+    )
     parser.add_argument("--margin", type=float, default=3.0, help="planned seconds to T")
     parser.add_argument("--poll-ms", type=float, default=20.0)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds after T")

@@ -109,7 +109,12 @@ class HostService(DrivePasses):
         self._fifo = WriteFifo(self.core, self._check_open)
         #: Acknowledged webhook groups commit in groups on a local store (issue 21).
         self._commits = (
-            WebhookCommits(self.core, clock.now_ms, lambda fn: self._fifo.submit(fn, checked=False))
+            WebhookCommits(
+                self.core,
+                clock.now_ms,
+                lambda fn: self._fifo.submit(fn, checked=False),
+                lambda: 0 if self._posts is None else self._posts.running,
+            )
             if post is not None and batchable(self.core)
             else None
         )

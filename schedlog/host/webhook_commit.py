@@ -13,9 +13,8 @@ group that arrived since the last commit started:
   at most :data:`MAX_COMMIT` groups.
 * In the slot, each group's members are re-read and those edited or deleted while their POST
   was in flight are dropped (:meth:`HostCore._still_planned`: the edit stands); the rest are
-  written by one ``replace_many``, on a worker thread for a commit of :data:`THREADED_FROM`
-  groups or more, so the loop keeps POSTing meanwhile while the FIFO, and so every other
-  write, waits for the commit.
+  written by one ``replace_many``, on a worker thread under load (:data:`THREADED_FROM`), so
+  the loop keeps POSTing meanwhile; the FIFO, and so every other write, waits for the commit.
 * Each group's caller returns only after that transaction is durable: a session's next group
   (:class:`~schedlog.host.inflight.SessionChains`) and a member's next occurrence are never
   sent before it. A failed transaction fails every group of the batch with its members, which
@@ -44,8 +43,8 @@ __all__ = ["MAX_COMMIT", "THREADED_FROM", "WebhookCommits"]
 #: The most acknowledged groups one commit takes (one FIFO slot, one store transaction).
 MAX_COMMIT: Final = 1_000
 
-#: The fewest groups in a commit for which its write runs on a worker thread (the loop keeps
-#: POSTing during its ``fsync``); a smaller one writes on the loop.
+#: The fewest groups in a commit, or started and not finished, for which the commit's write
+#: runs on a worker thread (the loop keeps POSTing during its ``fsync``); else on the loop.
 THREADED_FROM: Final = 8
 
 _Outcome = Delivered | GroupFailed | None
@@ -64,14 +63,36 @@ class WebhookCommits:
     """Commits acknowledged webhook groups of ``core`` in groups (see the module); ``in_slot``
     runs a step in an unchecked FIFO slot, ``now`` is the host's clock."""
 
-    def __init__(self, core: HostCore, now: Callable[[], int], in_slot: InSlot) -> None:
+    def __init__(
+        self,
+        core: HostCore,
+        now: Callable[[], int],
+        in_slot: InSlot,
+        load: Callable[[], int] = lambda: 0,
+    ) -> None:
         assert isinstance(core.store, ReplacesMany)
         self.core = core
         self.now = now
         self._in_slot = in_slot
+        #: The groups started and not finished (the webhook deliveries in flight or waiting).
+        self.load = load
         self._open: _Batch | None = None
         #: The fewest groups in a commit for which its write leaves the loop.
         self.threaded_from = THREADED_FROM
+        #: Ids this commit left inactive and no write has touched since (:meth:`settled`).
+        self._inactive: set[str] = set()
+        core.subscribe_changes(self._touched)
+
+    def _touched(self, change: TaskChange) -> None:
+        if change.kind != "delivered":
+            self._inactive.discard(change.id)
+
+    def settled(self, ids: tuple[str, ...]) -> bool:
+        """Whether every one of ``ids`` was left inactive by a commit here and not written
+        since (nothing of them is for the timer); forgets them."""
+        found = [task_id in self._inactive for task_id in ids]
+        self._inactive.difference_update(ids)
+        return all(found)
 
     async def commit(self, plan: _Plan) -> Delivered | None:
         """Commit ``plan`` (its POST was acknowledged) with the others acknowledged meanwhile;
@@ -118,7 +139,7 @@ class WebhookCommits:
             assert isinstance(store, ReplacesMany)
             try:
                 crashpoint("webhook.before_commit")
-                if len(plans) >= self.threaded_from:
+                if max(len(plans), self.load()) >= self.threaded_from:
                     loop = asyncio.get_running_loop()
                     await loop.run_in_executor(None, store.replace_many, tasks)
                 else:  # a small commit stays on the loop: a thread hop costs more there
@@ -133,6 +154,8 @@ class WebhookCommits:
         for plan, pairs in zip(kept, commits, strict=True):
             for st, task in pairs:
                 core.due_tasks.reindex(StoredTask(st.seq, task))
+                if not task.active:
+                    self._inactive.add(task.id)
                 changes.append(TaskChange(task.id, task.session_id, "delivered"))
             sent = plan.outgoing
             out.append(None if sent is None else sent.delivered._replace(delivered_at=delivered_at))
