@@ -36,8 +36,9 @@ Modes:
 * ``--webhook``: ``host serve --deliver-to`` a receiver in this process on 127.0.0.1
   (``benchmarks/burst_receiver.py``: asyncio on a thread of its own, HTTP/1.1 keep-alive,
   signature checked, 200 after 5 ms); ``--webhook-concurrency`` is passed to the hosts.
-  Lateness is stamped at the receiver when it acknowledges; doubled = members acknowledged under two different message ids (repeats of one
-  message id, retries, are reported apart as ``repeated_posts``).
+  Lateness is stamped at the receiver when it acknowledges; doubled = members acknowledged
+  under two different message ids (repeats of one message id, retries, are reported apart as
+  ``repeated_posts``).
 * ``--api-probe``: the hosts are ``host serve`` processes; from T until the burst is in, a
   thread sends, one at a time, ``GET /v1/tasks?limit=50`` and a ``schedule_create`` (due a day
   later) to the first host, alternately, and reports p50/p99/max of each.
