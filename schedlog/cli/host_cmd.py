@@ -212,9 +212,9 @@ def _serve_parser(hsub: Any) -> None:
     serve.add_argument(
         "--webhook-concurrency",
         type=int,
-        default=16,
+        default=64,  # schedlog.host.inflight.DEFAULT_LIMIT (not imported: the CLI loads lazily)
         metavar="N",
-        help="webhook POSTs in flight at once, each session's in order (default 16)",
+        help="webhook POSTs in flight at once, each session's in order (default 64)",
     )
     _retry_args(serve)
     serve.add_argument(

@@ -175,7 +175,9 @@ class WebhookSink:
         raw (a compressed answer is never inflated)."""
         if self._lean is not None:
             try:
-                return await self._lean.post(body, headers, self._timeout_s)
+                # The deadline on the host's clock (post) cuts the exchange; this real-clock
+                # bound at twice it is a backstop for a clock that does not advance.
+                return await self._lean.post(body, headers, 2 * self._timeout_s)
             except TimeoutError:
                 raise WebhookError("the webhook receiver timed out", "timeout") from None
             except (OSError, ProtocolError) as exc:

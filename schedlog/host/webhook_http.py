@@ -14,8 +14,9 @@ when its answer was read to its end by ``Content-Length``, without ``Connection:
 otherwise it is closed, as is every connection whose exchange failed or was cancelled.
 
 The deadline on the whole exchange on the host's clock is the sink's
-(:meth:`~schedlog.host.webhook.WebhookSink.post`); :meth:`LeanPoster.post` adds the same
-bound on the real clock, as httpx's timeout did.
+(:meth:`~schedlog.host.webhook.WebhookSink.post`); :meth:`LeanPoster.post` takes a bound on
+the real clock too, which the sink sets at twice it: a backstop for a clock that does not
+advance.
 """
 
 from __future__ import annotations

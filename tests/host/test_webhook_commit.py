@@ -127,3 +127,12 @@ def test_a_burst_commits_off_the_loop_in_few_transactions(tmp_path: Path) -> Non
         assert len(commits.calls) < 40  # grouped: fewer transactions than groups
 
     run(tmp_path, receiver, body, concurrency=16)
+
+
+def test_the_cli_default_is_the_service_default() -> None:
+    from schedlog.cli.main import build_parser
+    from schedlog.host.inflight import DEFAULT_LIMIT
+
+    argv = ["host", "serve", "--store", "x.db", "--deliver-to", "http://127.0.0.1:9/"]
+    args = build_parser().parse_args(argv)
+    assert args.webhook_concurrency == DEFAULT_LIMIT == 64
