@@ -208,3 +208,79 @@ def test_the_sink_uses_httpx_only_for_a_transport_or_user_info() -> None:
         LeanPoster("http://u:p@127.0.0.1:9/", "ua", 10)
     with pytest.raises(ValueError, match="cannot be sent"):
         LeanPoster("http://127.0.0.1:9/", "ua", 10).request(b"", {"X": "a\r\nInjected: 1"})
+
+
+def _self_signed(tmp_path: Any) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 signed by itself, and its key (PEM paths)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    start = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=36500))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(cert_path), str(key_path)
+
+
+def test_tls_is_verified_and_offers_http_1_1(tmp_path: Any) -> None:
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    server_ctx.set_alpn_protocols(["h2", "http/1.1"])
+    alpn: list[str | None] = []
+
+    async def main() -> None:
+        server = Server(lambda n: OK)
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            alpn.append(writer.get_extra_info("ssl_object").selected_alpn_protocol())
+            await server.handle(reader, writer)
+
+        listener = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_ctx)
+        url = f"https://127.0.0.1:{listener.sockets[0].getsockname()[1]}/hook"
+        try:
+            sink = WebhookSink(url, b"s" * 32, SystemClock(), timeout_s=10)
+            with pytest.raises(WebhookError, match="CERTIFICATE_VERIFY_FAILED") as caught:
+                await sink._exchange(b"{}", HEADERS)  # a certificate no CA vouches for
+            assert caught.value.kind == "unreachable"
+            await sink.aclose()
+            lean = LeanPoster(url, "ua", MAX_ANSWER_BYTES)
+            assert lean._ssl is not None
+            lean._ssl.load_verify_locations(cert)  # now trusted: the exchange goes through
+            assert await lean.post(b"{}", HEADERS, 10) == 200
+            await lean.aclose()
+        finally:
+            listener.close()
+
+    asyncio.run(main())
+    assert alpn[-1] == "http/1.1"
