@@ -44,8 +44,9 @@ wrong.
   :class:`ScheduleError` handler (500/503) never takes one.
 * :class:`schedlog.serve.sse.TooManyClients`: every event stream slot is taken; the route
   answers 503 ``too_many_clients``.
-* :class:`schedlog.serve.secrets.PrivateFileError`, :class:`schedlog.serve.auth.TokenError`
-  and :class:`schedlog.serve.webhook.SecretError`: a token or secret file ``host serve`` cannot
+* :class:`schedlog.serve.secrets.PrivateFileError` and
+  :class:`schedlog.serve.secrets.StartupError` (with its :class:`schedlog.serve.auth.TokenError`
+  and :class:`schedlog.serve.webhook.SecretError`): a token or secret file ``host serve`` cannot
   use; like :class:`~schedlog.host.config.ConfigError`, the command refuses to start with the
   error's own start-up code (``token-file``, ``webhook-config``...), which no tool carries.
 

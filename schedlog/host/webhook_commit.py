@@ -12,9 +12,10 @@ group that arrived since the last commit started:
   deliveries accepted before a stop began); the next ones join it until the slot starts,
   at most :data:`MAX_COMMIT` groups.
 * In the slot, each group's members are re-read and those edited or deleted while their POST
-  was in flight are dropped (:meth:`HostCore._still_planned`: the edit stands); the rest are
-  written by one ``replace_many``, on a worker thread under load (:data:`THREADED_FROM`), so
-  the loop keeps POSTing meanwhile; the FIFO, and so every other write, waits for the commit.
+  was in flight are dropped (:func:`~schedlog.host.posting.still_planned`: the edit
+  stands); the rest are written by one ``replace_many``, on a worker thread under load
+  (:data:`THREADED_FROM`), so the loop keeps POSTing meanwhile; the FIFO, and so every other
+  write, waits for the commit.
 * Each group's caller returns only after that transaction is durable: a session's next group
   (:class:`~schedlog.host.inflight.SessionChains`) and a member's next occurrence are never
   sent before it. A failed transaction fails every group of the batch with its members, which
@@ -34,8 +35,10 @@ from typing import Final, cast
 from schedlog._crashpoints import crashpoint
 from schedlog.host.batch import ReplacesMany
 from schedlog.host.changes import TaskChange
-from schedlog.host.core import HostCore, InSlot, _Plan
+from schedlog.host.core import HostCore, InSlot
 from schedlog.host.delivery import Delivered, GroupFailed, commit_member
+from schedlog.host.group_plan import Plan as _Plan
+from schedlog.host.posting import still_planned
 from schedlog.host.stores.base import StoredTask
 
 __all__ = ["MAX_COMMIT", "THREADED_FROM", "WebhookCommits"]
@@ -124,7 +127,7 @@ class WebhookCommits:
     async def _write(self, plans: list[_Plan]) -> list[_Outcome]:
         """The slot's work: re-read, one transaction off the loop, then index and report."""
         core = self.core
-        kept = [core._still_planned(plan) for plan in plans]
+        kept = [still_planned(plan, core.store.get) for plan in plans]
         delivered_at = self.now()
         commits = [
             [
