@@ -29,6 +29,9 @@ wrong.
 * :class:`schedlog.host.delivery.GroupFailed` and :class:`schedlog.host.webhook.WebhookError`:
   a delivery that was not acknowledged; the group stays due (``delivery.unacknowledged``),
   no caller sees it.
+* :class:`schedlog.host.webhook_http.ProtocolError`: a receiver's answer that is not HTTP/1.x
+  as the lean client reads it; the sink turns it into a :class:`WebhookError` ("unreachable")
+  and it never leaves :mod:`schedlog.host.webhook`.
 * :class:`schedlog.invariant.chunk_lines.Invalid` and
   :class:`schedlog.invariant.chunk_lines.NotTaken`: the fast check's signals that a log is not
   surely valid (the reference reader then decides, and gives the error of the tree) and that a

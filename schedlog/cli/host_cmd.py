@@ -195,9 +195,9 @@ def _webhook_args(parser: Any) -> None:
     parser.add_argument(
         "--webhook-concurrency",
         type=int,
-        default=16,
+        default=64,  # schedlog.host.inflight.DEFAULT_LIMIT (not imported: the CLI loads lazily)
         metavar="N",
-        help="webhook POSTs in flight at once, each session's in order (default 16)",
+        help="webhook POSTs in flight at once, each session's in order (default 64)",
     )
 
 

@@ -352,6 +352,7 @@ class HostCore:
         *,
         sleep_until: Callable[[int], Awaitable[None]] | None = None,
         retry_in: Callable[[str], int] | None = None,
+        commit: Callable[[_Plan], Awaitable[Delivered | None]] | None = None,
     ) -> Delivered | None:
         """:meth:`deliver_group` for a sink that is not a session log (webhook delivery): the
         follow-up is handed to ``post``, and the members are committed only when it returns.
@@ -370,6 +371,9 @@ class HostCore:
         every lease is still this host's. The claims end with the group: released, except
         those of failed members when ``retry_in(id)`` gives their backoff delay (ms), which are
         held that long, so that no other host retries them before this one would.
+
+        ``commit`` (a local store: :class:`~schedlog.host.webhook_commit.WebhookCommits`)
+        commits the acknowledged plan together with others instead of in a slot of its own.
         """
         with self.due_tasks.delivering_to(group, retry_in):
             plan = await in_slot(lambda: self._plan(group, now))
@@ -383,6 +387,8 @@ class HostCore:
                     )
                 except Exception as exc:
                     raise GroupFailed(group.ids, exc) from exc
+            if commit is not None:
+                return await commit(plan)
             return await in_slot(
                 lambda: self._finish(still_planned(plan, self.store.get), now, None)
             )
