@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from operator import itemgetter
 from typing import Final, Protocol, runtime_checkable
 
 from sortedcontainers import SortedList
@@ -39,6 +40,8 @@ __all__ = [
 ]
 
 MSG_LEASE_LOST: Final = "Another host took over the claim of these reminders"
+_ID: Final = itemgetter(2)
+_TARGET: Final = itemgetter(0)
 
 
 class DueTasks(Protocol):
@@ -130,10 +133,18 @@ class LocalTimerIndex:
         self.store = store
         # Built in one go from the store's index rows: no task is decoded a second time after
         # the validation at open, and one sort replaces an insertion per task.
-        self._keys: dict[str, tuple[int, int, str]] = {
-            key[2]: key for key in store.active_targets()
-        }
-        self._index: SortedList[tuple[int, int, str]] = SortedList(self._keys.values())
+        self._index: SortedList[tuple[int, int, str]] = SortedList(
+            index_order(list(store.active_targets()))
+        )
+        # The key of each indexed id, built on the first write that needs it (each id is
+        # indexed once: ids are unique in every store), so start-up does not hash every id.
+        self._by_id: dict[str, tuple[int, int, str]] | None = None
+
+    @property
+    def _keys(self) -> dict[str, tuple[int, int, str]]:
+        if self._by_id is None:
+            self._by_id = dict(zip(map(_ID, self._index), self._index, strict=True))
+        return self._by_id
 
     def reindex(self, st: StoredTask) -> None:
         self.unindex(st.task.id)
@@ -319,6 +330,17 @@ def _utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def index_order(keys: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Timer keys in storage order (ascending ``seq``, as every store gives them) sorted as the
+    index sorts them, by target then ``seq``: a stable sort on the target alone, keyed by floats
+    (exact: every instant is below 2**53 ms), which Python compares much faster than large
+    integers. ``SortedList`` then takes them in one linear pass; it sorts again in any case, so
+    keys in another order would still be indexed right, only slower."""
+    targets = list(map(float, map(_TARGET, keys)))
+    order = sorted(range(len(keys)), key=targets.__getitem__)
+    return list(map(keys.__getitem__, order))
 
 
 def due_tasks_for(store: TaskStore) -> DueTasks:

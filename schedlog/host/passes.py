@@ -25,6 +25,7 @@ from schedlog.host.fifo import WriteFifo
 from schedlog.host.inflight import SessionChains
 from schedlog.host.retry import Backoff
 from schedlog.host.stores.base import StoredTask
+from schedlog.host.webhook_commit import WebhookCommits
 
 __all__ = ["MAX_TIMER_BACKOFF_MS", "TIMER_BACKOFF_MS", "DrivePasses"]
 
@@ -45,6 +46,7 @@ class DrivePasses:
     _fifo: WriteFifo
     _batch: BatchDelivery | None
     _posts: SessionChains[tuple[Delivered | None, set[str]]] | None
+    _commits: WebhookCommits | None
     _auto: bool
     _stopping: bool
     _wake: asyncio.Event
@@ -77,6 +79,7 @@ class DrivePasses:
                 lambda fn: self._fifo.submit(fn, checked=False),
                 sleep_until=self.clock.sleep_until,
                 retry_in=None if backoff is None else backoff.next_delay_ms,
+                commit=None if self._commits is None else self._commits.commit,
             )
         if sent is not None:
             for listener in list(self._delivery_listeners):
@@ -189,16 +192,26 @@ class DrivePasses:
         return None, failed
 
     async def _post_group(self, group: Group) -> tuple[Delivered | None, set[str]]:
-        """A webhook group in flight; when it ends, the timer looks for work again."""
+        """A webhook group in flight; when it ends, the timer looks for work again, unless
+        it was delivered and left none of its members active (nothing of it for the timer:
+        in a burst, a pass per acknowledged one-shot would scan the due set each time)."""
+        outcome: Outcome = None
         try:
             try:
-                outcome: Outcome = await self._deliver(group)
+                outcome = await self._deliver(group)
             except GroupFailed as exc:
                 outcome = exc
             return self._reported(outcome)
         finally:
-            if self._auto and not self._stopping:
+            if self._auto and not self._stopping and not self._settled(group, outcome):
                 self.request_drive()
+
+    def _settled(self, group: Group, outcome: Outcome) -> bool:
+        """Whether ``group`` was delivered and its group commit left none of its members
+        active, untouched since (:meth:`WebhookCommits.settled`)."""
+        commits = self._commits
+        settled = commits is not None and commits.settled(group.ids)
+        return settled and isinstance(outcome, Delivered)
 
     async def _outcomes(
         self, groups: Sequence[Group], due: Sequence[StoredTask]
