@@ -3,7 +3,8 @@
 Usage (repository root, ``test`` and ``postgres`` extras)::
 
     python -m benchmarks.burst [--reminders 10000] [--sessions 500] [--store sqlite|postgres]
-        [--hosts 1[,2,3]] [--rounds 1] [--baseline DIR] [--webhook] [--api-probe]
+        [--hosts 1[,2,3]] [--rounds 1] [--baseline DIR] [--webhook [--webhook-concurrency N]]
+        [--api-probe]
     python -m benchmarks.burst --startup [--startup-tasks 1000000] [--store sqlite|postgres]
 
 One run:
@@ -34,10 +35,12 @@ One run:
 
 Modes:
 
-* ``--webhook``: ``host serve --deliver-to`` a receiver in this process on 127.0.0.1 (HTTP/1.1
-  keep-alive, signature checked, 200 after 5 ms). Lateness is stamped at the receiver when it
-  acknowledges; doubled = members acknowledged under two different message ids (repeats of one
-  message id, retries, are reported apart as ``repeated_posts``).
+* ``--webhook``: ``host serve --deliver-to`` a receiver in this process on 127.0.0.1
+  (``benchmarks/burst_receiver.py``: asyncio on a thread of its own, HTTP/1.1 keep-alive,
+  signature checked, 200 after 5 ms); ``--webhook-concurrency`` is passed to the hosts.
+  Lateness is stamped at the receiver when it acknowledges; doubled = members acknowledged
+  under two different message ids (repeats of one message id, retries, are reported apart as
+  ``repeated_posts``).
 * ``--api-probe``: the hosts are ``host serve`` processes; from T until the burst is in, a
   thread sends, one at a time, ``GET /v1/tasks?limit=50`` and a ``schedule_create`` (due a day
   later) to the first host, alternately, and reports p50/p99/max of each.
@@ -74,16 +77,15 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
+from benchmarks.burst_receiver import Receiver
 from benchmarks.http import _load_avg, _percentile
 from benchmarks.pg_hosts import errors_in, first_started, with_db
 from schedlog.eventlog.reader import read_log
 from schedlog.rules.instants import format_instant
 from tests.serve.process import RUNNER, ServeProcess, start_serve
-from tests.serve.receiver import Inbox
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 SECRET: Final = "benchmark-burst-webhook-secret-0123"
@@ -415,66 +417,7 @@ def start_serve_hosts(side: Side, store: str, k: int, extra: list[str], token: s
     return hosts
 
 
-# --- the webhook receiver and the API probe --------------------------------------------------
-
-
-class Receiver:
-    """A loopback webhook receiver: checks the signature, waits 5 ms, answers 200, and stamps
-    each burst member (epoch s) at its first acknowledgement."""
-
-    def __init__(self, expected: set[str], delay_s: float = 0.005) -> None:
-        self.expected = expected
-        self.inbox = Inbox(SECRET.encode())
-        self.seen: dict[str, float] = {}
-        self.members: Counter[str] = Counter()
-        self.inbox.on_accept = self._accept
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                time.sleep(delay_s)
-                status = receiver.inbox.decide(dict(self.headers.items()), body)
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def _accept(self, value: dict[str, Any]) -> None:  # under the inbox's lock
-        if value["messageId"] in self.inbox.by_id:
-            return  # a retry of a message already acknowledged
-        stamp = time.time()
-        for member in value["reminders"]:
-            if member["id"] in self.expected:
-                self.members[member["id"]] += 1
-                self.seen.setdefault(member["id"], stamp)
-
-    def complete(self) -> bool:
-        with self.inbox.lock:
-            return len(self.seen) >= len(self.expected)
-
-    def check(self) -> dict[str, int]:
-        with self.inbox.lock:
-            return {
-                "followups": sum(self.members.values()),
-                "missing": len(self.expected - set(self.seen)),
-                "doubled": sum(c - 1 for c in self.members.values() if c > 1),
-                "repeated_posts": len(self.inbox.received) - len(self.inbox.by_id),
-                "bad_signatures": self.inbox.bad_signatures,
-            }
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+# --- the API probe (the webhook receiver is benchmarks/burst_receiver.py) ---------------------
 
 
 class Probe(threading.Thread):
@@ -543,10 +486,19 @@ _TOKEN: Final = "burst-token-" + secrets.token_hex(8)
 
 
 def _start_hosts(
-    side: Side, store: str, sessions_dir: Path, k: int, work: Path, mode: str, hook: str
+    side: Side,
+    store: str,
+    sessions_dir: Path,
+    k: int,
+    work: Path,
+    mode: str,
+    hook: str,
+    concurrency: int | None = None,
 ) -> Hosts:
     if mode == "webhook":
         extra = ["--deliver-to", hook, "--retry-base-ms", "200", "--retry-cap-ms", "2000"]
+        if concurrency is not None:
+            extra += ["--webhook-concurrency", str(concurrency)]
         return start_serve_hosts(side, store, k, extra, _TOKEN)
     if mode == "api-probe":
         return start_serve_hosts(side, store, k, ["--sessions", str(sessions_dir)], _TOKEN)
@@ -572,11 +524,13 @@ def _deliver(
 ) -> dict[str, Any]:
     """Start the hosts, wait for the burst, stop them; the measured fields of the run."""
     mode, sessions_dir, expected = _mode(args), work / "sessions", set(burst.ids)
-    receiver = Receiver(expected) if mode == "webhook" else None
+    receiver = Receiver(expected, SECRET.encode()) if mode == "webhook" else None
     target: Receiver | LogWatch = receiver or LogWatch(sessions_dir, expected)
     load_before, cpu_before = _load_avg(), time.process_time()
     try:
-        hosts = _start_hosts(side, store, sessions_dir, k, work, mode, target_url(receiver))
+        hook = target_url(receiver)
+        concurrency = args.webhook_concurrency
+        hosts = _start_hosts(side, store, sessions_dir, k, work, mode, hook, concurrency)
         ready = time.time()
         probe = None
         if mode == "api-probe":
@@ -618,6 +572,8 @@ def run_burst(side: Side, k: int, args: argparse.Namespace, parent: Path) -> dic
     sessions_dir.mkdir()
     result: dict[str, Any] = {"side": side.name, "mode": _mode(args), "store": args.store}
     result |= {"hosts": k, "reminders": args.reminders, "sessions": args.sessions}
+    if args.webhook:
+        result["webhook_concurrency"] = args.webhook_concurrency
     try:
         with fresh_store(args.store, work, args.url, side) as store:
             burst = create_burst(side, store, sessions_dir, args)
@@ -758,6 +714,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode.add_argument("--api-probe", action="store_true")
     mode.add_argument("--startup", action="store_true")
     parser.add_argument("--startup-tasks", type=int, default=1_000_000)
+    parser.add_argument(
+        "--webhook-concurrency", type=int, default=None, help="passed to host serve (--webhook)"
+    )
     parser.add_argument("--margin", type=float, default=3.0, help="planned seconds to T")
     parser.add_argument("--poll-ms", type=float, default=20.0)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds after T")

@@ -38,6 +38,11 @@ NAMES: Final = frozenset(
         # schedlog/host/batch.py
         "batch.after_session",  # one session's follow-ups appended and fsynced (per session)
         "batch.before_commit",  # every session of the batch durable, its commit not begun
+        # schedlog/host/webhook_commit.py
+        "webhook.before_commit",  # acknowledged webhook groups, their group commit not begun
+        "webhook.after_commit",  # their group commit durable, not yet indexed or reported
+        # schedlog/host/stores/pg_batch.py
+        "pg_batch.in_commit",  # a batched claim's commit statement run, its COMMIT not sent
         # schedlog/host/stores/json.py
         "json_store.before_rename",  # temporary document written and fsynced, not renamed
         "json_store.before_dir_fsync",  # renamed over the store, directory not fsynced

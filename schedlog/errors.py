@@ -29,6 +29,9 @@ wrong.
 * :class:`schedlog.host.delivery.GroupFailed` and :class:`schedlog.host.webhook.WebhookError`:
   a delivery that was not acknowledged; the group stays due (``delivery.unacknowledged``),
   no caller sees it.
+* :class:`schedlog.host.webhook_http.ProtocolError`: a receiver's answer that is not HTTP/1.x
+  as the lean client reads it; the sink turns it into a :class:`WebhookError` ("unreachable")
+  and it never leaves :mod:`schedlog.host.webhook`.
 * :class:`schedlog.invariant.chunk_lines.Invalid` and
   :class:`schedlog.invariant.chunk_lines.NotTaken`: the fast check's signals that a log is not
   surely valid (the reference reader then decides, and gives the error of the tree) and that a
@@ -41,8 +44,9 @@ wrong.
   :class:`ScheduleError` handler (500/503) never takes one.
 * :class:`schedlog.serve.sse.TooManyClients`: every event stream slot is taken; the route
   answers 503 ``too_many_clients``.
-* :class:`schedlog.serve.secrets.PrivateFileError`, :class:`schedlog.serve.auth.TokenError`
-  and :class:`schedlog.serve.webhook.SecretError`: a token or secret file ``host serve`` cannot
+* :class:`schedlog.serve.secrets.PrivateFileError` and
+  :class:`schedlog.serve.secrets.StartupError` (with its :class:`schedlog.serve.auth.TokenError`
+  and :class:`schedlog.serve.webhook.SecretError`): a token or secret file ``host serve`` cannot
   use; like :class:`~schedlog.host.config.ConfigError`, the command refuses to start with the
   error's own start-up code (``token-file``, ``webhook-config``...), which no tool carries.
 

@@ -245,24 +245,7 @@ async def run_host(
         log.info(
             "metrics.listening", url=metrics_url, message=f"schedule: metrics at {metrics_url}"
         )
-    target = start_fields(service.core.next_target())
-    fields: dict[str, Any] = {
-        "store": str(store.path),
-        "backend": chosen,
-        "sessions": sessions_dir,
-        "active": service.core.active_count(),
-        **target,
-    }
-    log.info(
-        "host.started",
-        message=started_message("host", fields),
-        store=fields["store"],
-        backend=fields["backend"],
-        sessions=sessions_dir,
-        active=fields["active"],
-        nextTarget=target["nextTarget"],
-        nextTargetLocal=target["nextTargetLocal"],
-    )
+    _log_started(log, service, str(store.path), chosen, sessions_dir)
     try:
         await stop.wait()
     finally:
@@ -276,6 +259,28 @@ async def run_host(
             delivered=lines.delivered,
         )
     return 0
+
+
+def _log_started(log: Any, service: HostService, store: str, backend: str, sessions: str) -> None:
+    """``host.started``: the store, the backend, the sessions directory and the next target."""
+    target = start_fields(service.core.next_target())
+    fields: dict[str, Any] = {
+        "store": store,
+        "backend": backend,
+        "sessions": sessions,
+        "active": service.core.active_count(),
+        **target,
+    }
+    log.info(
+        "host.started",
+        message=started_message("host", fields),
+        store=fields["store"],
+        backend=fields["backend"],
+        sessions=sessions,
+        active=fields["active"],
+        nextTarget=target["nextTarget"],
+        nextTargetLocal=target["nextTargetLocal"],
+    )
 
 
 class RunOptions(NamedTuple):

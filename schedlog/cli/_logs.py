@@ -1,4 +1,6 @@
-"""The implementation of ``schedlog validate``, ``replay`` and ``repair`` (docs/cli.md#schedlog).
+"""The implementation of ``schedlog validate``, and what ``replay`` (:mod:`schedlog.cli._replay`)
+and ``repair`` (:mod:`schedlog.cli._repair`) share with it: the check of one log
+(docs/cli.md#schedlog).
 
 :mod:`schedlog.cli.logs_cmd` holds only the argparse wiring and imports this module when one of
 its commands runs; it passes in the function that reads a log (``read_log``), so this module never
@@ -19,7 +21,6 @@ import gc
 import os
 import stat
 import sys
-import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, Final, TextIO
@@ -27,16 +28,13 @@ from typing import Any, Final, TextIO
 import msgspec
 
 from schedlog.cli._split import fork_map, fork_split, split_available, usable_cores
-from schedlog.cli.common import InvalidRequest, parse_request_instant, wants_json, write_json_line
+from schedlog.cli.common import parse_request_instant, wants_json, write_json_line
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import LogContents
 from schedlog.eventlog.reader import read_log as _read_log
 from schedlog.fold.state import FoldState
 from schedlog.invariant.fastcheck import fast_check
 from schedlog.invariant.logs import validate_log
-from schedlog.protocols import SESSION_LOCAL
-from schedlog.rules.instants import format_instant, format_instants, is_representable
-from schedlog.rules.record import Record
 from schedlog.rules.text import js_dumps
 
 __all__ = [
@@ -46,14 +44,14 @@ __all__ = [
     "LogReader",
     "StoreValidator",
     "check_session_log",
-    "cmd_replay",
     "cmd_validate",
     "error_value",
     "human_failure",
     "log_path_error",
     "parse_at",
     "read_summary",
-    "replay_report",
+    "table",
+    "usage_error",
     "validate_report",
     "wants_json",
 ]
@@ -88,6 +86,9 @@ class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
     read_error: str | None = None
     #: ``session_log_not_regular`` or ``session_log_unreadable`` with ``read_error``
     read_code: str = "session_log_unreadable"
+    #: With ``targets=True`` and the fast path: the canonical ``scheduledAt`` text of each
+    #: active record, as the log wrote it, or None where it did not (see :func:`replay_report`)
+    targets: list[str | None] | None = None
 
     @property
     def ok(self) -> bool:
@@ -95,7 +96,7 @@ class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def check_session_log(
-    path: str, read_log: LogReader | None = None, *, split: bool = True
+    path: str, read_log: LogReader | None = None, *, split: bool = True, targets: bool = False
 ) -> LogCheck:
     """Read ``path`` with ``read_log`` and fold its owned suffix, without modifying it.
 
@@ -108,23 +109,25 @@ def check_session_log(
     The cyclic garbage collector stays paused for the read and the fold: both only build
     acyclic values that all survive, which it would otherwise traverse again and again. On a
     machine with a second core, the fast path checks the second half of a long log in a child
-    process (:mod:`schedlog.cli._split`), unless ``split`` is False.
+    process (:mod:`schedlog.cli._split`), unless ``split`` is False. With ``targets``, a fast
+    check also keeps the targets' texts the log holds (:attr:`LogCheck.targets`).
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check(path, read_log, split and split_available())
+        return _check(path, read_log, split and split_available(), targets)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _check(path: str, read_log: LogReader | None, split: bool) -> LogCheck:
+def _check(path: str, read_log: LogReader | None, split: bool, targets: bool) -> LogCheck:
     try:
         if read_log is None:
-            fast = fast_check(path, split=fork_split if split else None)
+            texts: list[str | None] | None = [] if targets else None
+            fast = fast_check(path, split=fork_split if split else None, targets=texts)
             if fast is not None:
-                return LogCheck(path=path, contents=fast[0], state=fast[1])
+                return LogCheck(path=path, contents=fast[0], state=fast[1], targets=texts)
             read_log = read_summary
         contents = read_log(path)
     except OSError as exc:
@@ -171,7 +174,7 @@ def validate_report(check: LogCheck) -> dict[str, Any]:
 # --- output helpers ---------------------------------------------------------------------------
 
 
-def _usage_error(args: argparse.Namespace, message: str, code: str = "invalid_request") -> int:
+def usage_error(args: argparse.Namespace, message: str, code: str = "invalid_request") -> int:
     """Exit status 2 (docs/cli.md#exit-status): with ``--json`` the ``{"error"}`` line on
     stdout, else the usage and ``PROG: error: MESSAGE`` on stderr."""
     if args.json:
@@ -189,17 +192,17 @@ def log_path_error(args: argparse.Namespace) -> int | None:
     try:
         mode = os.stat(args.log).st_mode
     except FileNotFoundError:
-        return _usage_error(args, f"no such file: --log {js_dumps(args.log)}")
+        return usage_error(args, f"no such file: --log {js_dumps(args.log)}")
     except OSError as exc:
         message = f"cannot read --log {js_dumps(args.log)}: {exc.strerror or exc}"
-        return _usage_error(args, message, "session_log_unreadable")
+        return usage_error(args, message, "session_log_unreadable")
     if stat.S_ISDIR(mode):
         message = f"--log {js_dumps(args.log)} is a directory, not a session log file"
-        return _usage_error(args, message, "session_log_not_regular")
+        return usage_error(args, message, "session_log_not_regular")
     return None
 
 
-def _table(rows: list[tuple[str, ...]], out: TextIO) -> None:
+def table(rows: list[tuple[str, ...]], out: TextIO) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
@@ -270,20 +273,20 @@ def cmd_validate(
 ) -> int:
     out: TextIO = sys.stdout
     if not args.logs and args.store is None:
-        return _usage_error(args, "give at least one LOG (file or directory) or --store")
+        return usage_error(args, "give at least one LOG (file or directory) or --store")
     if args.backend is not None and args.store is None:
-        return _usage_error(args, "--backend needs --store")
+        return usage_error(args, "--backend needs --store")
     if args.store is not None and validate_store is None:
-        return _usage_error(args, "--store is not supported by this build")
+        return usage_error(args, "--store is not supported by this build")
     missing = [name for name in args.logs if not os.path.exists(name)]
     if missing:
-        return _usage_error(args, f"no such file or directory: LOG {js_dumps(missing[0])}")
+        return usage_error(args, f"no such file or directory: LOG {js_dumps(missing[0])}")
     files: list[str] = []
     for name in args.logs:
         found = list(_walk([name]))
         if not found:
             message = f"LOG {js_dumps(name)} is a folder that holds no *.jsonl session log"
-            return _usage_error(args, message)
+            return usage_error(args, message)
         files += found
     as_json = wants_json(args, out)
     failed = False
@@ -312,7 +315,7 @@ def cmd_validate(
             rows.append(shown)
         progress.update(done)
     if not as_json and files:
-        _table(rows, out)
+        table(rows, out)
         bad = sum(1 for row in rows[1:] if row[0] == "FAIL")
         out.write(f"{len(files)} session log(s) checked, {bad} failed\n")
     return 1 if failed else 0
@@ -360,76 +363,3 @@ def _human_validate_row(check: LogCheck) -> tuple[str, ...]:
         "-" if report["active"] is None else str(report["active"]),
         "; ".join(notes),
     )
-
-
-# --- replay -----------------------------------------------------------------------------------
-
-
-def cmd_replay(args: argparse.Namespace, read_log: LogReader | None) -> int:
-    out: TextIO = sys.stdout
-    at: int | None = None
-    if args.at is not None:
-        try:
-            at = parse_at(args.at)
-        except InvalidRequest as exc:
-            return _usage_error(args, exc.message)
-    refused = log_path_error(args)
-    if refused is not None:
-        return refused
-    check = check_session_log(args.log, read_log)
-    if wants_json(args, out):
-        write_json_line(replay_report(check, at), out)
-        return 0 if check.ok else 1
-    if not check.ok:
-        out.write(f"{check.path}: corrupt: {human_failure(check)}\n")
-        return 1
-    # The wall clock is read here, at the CLI edge, only for the human table's state column.
-    now = at if at is not None else int(time.time() * 1000)
-    _human_replay(check, now, out)
-    return 0
-
-
-def replay_report(check: LogCheck, at: int | None) -> dict[str, Any]:
-    """The docs/cli.md#replay output: the fold, with views at ``at`` when given, or
-    ``{"error":…}``."""
-    if not check.ok:
-        return {"error": error_value(check)}
-    assert check.state is not None and check.contents is not None
-    header = check.contents.header
-    records = check.state.active
-    if at is None:  # every target formatted at once: a long active set prints fast
-        texts = format_instants([r.scheduled_at for r in records])
-        active = list(map(Record.to_json, records, texts))
-    else:
-        active = [r.view(at, SESSION_LOCAL) for r in records]
-    return {
-        "sessionId": header.session_id if header is not None else None,
-        "seedLength": header.seed_length if header is not None else 0,
-        "active": active,
-        "seenIds": list(check.state.seen_ids),
-    }
-
-
-def _human_replay(check: LogCheck, now: int, out: TextIO) -> None:
-    assert check.state is not None and check.contents is not None
-    header = check.contents.header
-    if header is None:
-        out.write(f"{check.path}: a new log (no header yet); no reminders\n")
-        return
-    parent = f", forked from {header.parent_session_id}" if header.parent_session_id else ""
-    when = format_instant(now) if is_representable(now) else str(now)
-    out.write(
-        f"session {header.session_id} (seedLength {header.seed_length}{parent}): "
-        f"{len(check.state.active)} active, {len(check.state.seen_ids)} id(s) seen; "
-        f"state at {when}\n"
-    )
-    if not check.state.active:
-        return
-    rows: list[tuple[str, ...]] = [("ID", "KIND", "TARGET (UTC)", "STATE")]
-    for record in check.state.active:
-        kind: str = record.kind
-        if record.every_seconds is not None:
-            kind = f"every {record.every_seconds}s"
-        state = "overdue" if now >= record.scheduled_at else "scheduled"
-        rows.append((record.id, kind, format_instant(record.scheduled_at), state))
-    _table(rows, out)

@@ -14,19 +14,28 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schedlog.cli.common import write_json_line
 from schedlog.cli.run_log import configure_run_logging
+from schedlog.clock import Clock
 from schedlog.errors import StoreOpenError
 from schedlog.host.config import Retention
 from schedlog.host.endpoint import remove_endpoint, with_serve_hint, write_endpoint
 from schedlog.host.sessions import SessionsDirectory, SessionsPathError, check_sessions_path
 from schedlog.host.stores.base import TaskStore
 from schedlog.host.stores.open import open_store, select_backend
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.applications import Starlette
+
+    from schedlog.cli.serve_log import ServeRunLog
+    from schedlog.host.metrics import HostMetrics
+    from schedlog.serve.app import Host
 
 __all__ = ["cmd_serve", "parse_listen"]
 
@@ -76,41 +85,22 @@ def _limit_logs() -> None:
     structlog.configure(processors=[structlog_processor(limiter), *processors])
 
 
-async def _serve(
+def _opener(
     args: argparse.Namespace,
     store: TaskStore,
-    token: str,
-    token_file: Any,
+    clock: Clock,
+    metrics: HostMetrics,
+    run_log: ServeRunLog,
     secret: bytes | None,
-) -> int:
-    import uvicorn
-
-    from schedlog.cli.serve_log import ServeRunLog
-    from schedlog.host.metrics import HostMetrics
-    from schedlog.runtime.clock import SystemClock
-    from schedlog.serve.app import Host, build_app
-    from schedlog.serve.auth import allowed_hosts
-    from schedlog.serve.limits import ACCEPT_BURST, Limits, connection_cap, protocol_class
-    from schedlog.serve.web import page_url
-
-    host, port = parse_listen(args.listen)
-    try:
-        sock = _bind(host, port)
-    except OSError as exc:
-        store.close()
-        return _fail("listen-failed", f"cannot listen on {args.listen}: {exc.strerror}")
-    port = sock.getsockname()[1]
-    url_host = f"[{host}]" if ":" in host else host
-    url = f"http://{url_host}:{port}"
+) -> Callable[[], Awaitable[Host]]:
+    """The application's start: the host service over ``store``, delivering into the sessions
+    directory or, with ``--deliver-to``, to the webhook."""
     keep = Retention(args.history_days, args.history_records)
-    clock = SystemClock()
-    metrics = HostMetrics(select_backend(args.store, args.backend))
-    metrics.instrument_store(store)
-    run_log = ServeRunLog()
 
     async def opener() -> Host:
         from schedlog.host.retry import Backoff
         from schedlog.host.service import HostService
+        from schedlog.serve.app import Host
         from schedlog.serve.webhook import retry_lookup
 
         # Failed deliveries are retried on the timer with capped backoff, into a session
@@ -141,17 +131,16 @@ async def _serve(
         run_log.watch(service)
         return Host(service, retry_state=retry_lookup(backoff), close=sink.aclose)
 
-    app = build_app(
-        opener,
-        token=token,
-        hosts=allowed_hosts(host, port, args.allow_host or ()),
-        epoch=clock.now_ms(),
-        cors_origins=args.cors_origin or (),
-        max_event_clients=args.max_event_clients,
-        metrics=metrics,
-        metrics_public=args.metrics_public,
-        stop_timeout=args.stop_timeout / 2,
-    )
+    return opener
+
+
+def _server(args: argparse.Namespace, app: Starlette) -> uvicorn.Server:
+    """The uvicorn server of ``app``: it ends the event streams first on a signal, and
+    SIGINT/SIGTERM stop it gracefully."""
+    import uvicorn
+
+    from schedlog.serve.limits import ACCEPT_BURST, Limits, connection_cap, protocol_class
+
     loop = asyncio.get_running_loop()
 
     class Server(uvicorn.Server):
@@ -186,8 +175,49 @@ async def _serve(
         # Half of --stop-timeout for open connections, half for the delivery in flight.
         timeout_graceful_shutdown=max(0.1, args.stop_timeout / 2),
     )
-    _limit_logs()
-    server = Server(config)
+    _limit_logs()  # after the Config: it configures uvicorn's logging
+    return Server(config)
+
+
+async def _serve(
+    args: argparse.Namespace,
+    store: TaskStore,
+    token: str,
+    token_file: Any,
+    secret: bytes | None,
+) -> int:
+    from schedlog.cli.serve_log import ServeRunLog
+    from schedlog.host.metrics import HostMetrics
+    from schedlog.runtime.clock import SystemClock
+    from schedlog.serve.app import build_app
+    from schedlog.serve.auth import allowed_hosts
+    from schedlog.serve.web import page_url
+
+    host, port = parse_listen(args.listen)
+    try:
+        sock = _bind(host, port)
+    except OSError as exc:
+        store.close()
+        return _fail("listen-failed", f"cannot listen on {args.listen}: {exc.strerror}")
+    port = sock.getsockname()[1]
+    url_host = f"[{host}]" if ":" in host else host
+    url = f"http://{url_host}:{port}"
+    clock = SystemClock()
+    metrics = HostMetrics(select_backend(args.store, args.backend))
+    metrics.instrument_store(store)
+    run_log = ServeRunLog()
+    app = build_app(
+        _opener(args, store, clock, metrics, run_log, secret),
+        token=token,
+        hosts=allowed_hosts(host, port, args.allow_host or ()),
+        epoch=clock.now_ms(),
+        cors_origins=args.cors_origin or (),
+        max_event_clients=args.max_event_clients,
+        metrics=metrics,
+        metrics_public=args.metrics_public,
+        stop_timeout=args.stop_timeout / 2,
+    )
+    server = _server(args, app)
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started and not task.done():
         await asyncio.sleep(0.02)

@@ -131,6 +131,76 @@ def _retry_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _http_args(parser: Any) -> None:
+    """``host serve``'s listener: address, token, allowed hosts and origins, limits."""
+    parser.add_argument(
+        "--listen",
+        default="127.0.0.1:8765",
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:8765, loopback only; port 0: any free)",
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="bearer token file (default <store>.token; <sessions>.token for postgresql://)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME[:PORT]",
+        help="another Host header value to answer (loopback names are always allowed)",
+    )
+    parser.add_argument(
+        "--cors-origin", action="append", metavar="ORIGIN", help="allow CORS from this origin"
+    )
+    parser.add_argument(
+        "--max-event-clients",
+        type=int,
+        default=32,
+        metavar="N",
+        help="concurrent /v1/events streams (default 32)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        metavar="N",
+        help="open connections at most; one more is answered 503 (default 256, lowered to keep "
+        "64 descriptors free under the open-files limit)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds a client has to send a request's headers, idle connections included "
+        "(default 10)",
+    )
+
+
+def _webhook_args(parser: Any) -> None:
+    """``host serve --deliver-to``: the secret, the deadline and the concurrency of the POSTs."""
+    parser.add_argument(
+        "--webhook-secret-file",
+        metavar="PATH",
+        help="HMAC secret for --deliver-to (mode 0600; else SCHEDLOG_WEBHOOK_SECRET)",
+    )
+    parser.add_argument(
+        "--webhook-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="deadline of one whole POST to the receiver, in seconds (default 10)",
+    )
+    parser.add_argument(
+        "--webhook-concurrency",
+        type=int,
+        default=64,  # schedlog.host.inflight.DEFAULT_LIMIT (not imported: the CLI loads lazily)
+        metavar="N",
+        help="webhook POSTs in flight at once, each session's in order (default 64)",
+    )
+
+
 def _serve_parser(hsub: Any) -> None:
     serve = hsub.add_parser(
         "serve",
@@ -154,68 +224,8 @@ def _serve_parser(hsub: Any) -> None:
     )
     serve.add_argument("--history-days", type=_days, default=30, metavar="N")
     serve.add_argument("--history-records", type=_records, default=200, metavar="N")
-    serve.add_argument(
-        "--listen",
-        default="127.0.0.1:8765",
-        metavar="HOST:PORT",
-        help="address to listen on (default 127.0.0.1:8765, loopback only; port 0: any free)",
-    )
-    serve.add_argument(
-        "--token-file",
-        metavar="PATH",
-        help="bearer token file (default <store>.token; <sessions>.token for postgresql://)",
-    )
-    serve.add_argument(
-        "--allow-host",
-        action="append",
-        metavar="NAME[:PORT]",
-        help="another Host header value to answer (loopback names are always allowed)",
-    )
-    serve.add_argument(
-        "--cors-origin", action="append", metavar="ORIGIN", help="allow CORS from this origin"
-    )
-    serve.add_argument(
-        "--max-event-clients",
-        type=int,
-        default=32,
-        metavar="N",
-        help="concurrent /v1/events streams (default 32)",
-    )
-    serve.add_argument(
-        "--max-connections",
-        type=int,
-        default=256,
-        metavar="N",
-        help="open connections at most; one more is answered 503 (default 256, lowered to keep "
-        "64 descriptors free under the open-files limit)",
-    )
-    serve.add_argument(
-        "--header-timeout",
-        type=float,
-        default=10.0,
-        metavar="S",
-        help="seconds a client has to send a request's headers, idle connections included "
-        "(default 10)",
-    )
-    serve.add_argument(
-        "--webhook-secret-file",
-        metavar="PATH",
-        help="HMAC secret for --deliver-to (mode 0600; else SCHEDLOG_WEBHOOK_SECRET)",
-    )
-    serve.add_argument(
-        "--webhook-timeout",
-        type=float,
-        default=10.0,
-        metavar="S",
-        help="deadline of one whole POST to the receiver, in seconds (default 10)",
-    )
-    serve.add_argument(
-        "--webhook-concurrency",
-        type=int,
-        default=16,
-        metavar="N",
-        help="webhook POSTs in flight at once, each session's in order (default 16)",
-    )
+    _http_args(serve)
+    _webhook_args(serve)
     _retry_args(serve)
     serve.add_argument(
         "--metrics-public",

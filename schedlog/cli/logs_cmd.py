@@ -7,8 +7,9 @@ JSON Lines of docs/cli.md#schedlog with ``--json`` or whenever stdout is not a t
 table on a terminal. Exit status: 0 success, 1 a checked file failed, 2 usage error.
 
 Only the argparse wiring lives here: each command imports its implementation
-(:mod:`schedlog.cli._logs`) when it runs. The implementation's public names are still
-importable from here; they load on first use.
+(:mod:`schedlog.cli._logs`, :mod:`schedlog.cli._replay`, :mod:`schedlog.cli._repair`) when it
+runs. The implementation's public names are still importable from here; they load on first
+use.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ if TYPE_CHECKING:
         StoreValidator,
         check_session_log,
         parse_at,
-        replay_report,
         validate_report,
     )
+    from schedlog.cli._replay import replay_report
     from schedlog.eventlog.reader import LogContents
 
 __all__ = [
@@ -50,11 +51,10 @@ _LAZY: Final = dict.fromkeys(
         "StoreValidator",
         "check_session_log",
         "parse_at",
-        "replay_report",
         "validate_report",
     ),
     "schedlog.cli._logs",
-)
+) | {"replay_report": "schedlog.cli._replay"}
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
@@ -80,7 +80,7 @@ def _reader() -> LogReader | None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from schedlog.cli._logs import cmd_replay
+    from schedlog.cli._replay import cmd_replay
 
     return cmd_replay(args, _reader())
 

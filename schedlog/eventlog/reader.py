@@ -365,6 +365,27 @@ def decode_event_line(raw: bytes) -> LogEvent:
 # --- the read loop --------------------------------------------------------------------------
 
 
+def _line_too_long(file: str, line: int, offset: int) -> LogCorruption:
+    return LogCorruption(
+        file=file,
+        line=line,
+        offset=offset,
+        path="$",
+        message=f"line is longer than {MAX_LINE_BYTES} bytes",
+        rule="line_too_long",
+    )
+
+
+def _measure_rest(numbered: Iterator[tuple[int, bytes]], offset: int) -> tuple[int, bytes]:
+    """The offset where the torn tail starts, and the torn tail, after the first corruption
+    (at ``offset``): the rest of the lines are measured, not decoded."""
+    for _, raw in numbered:
+        if raw[-1:] != b"\n":
+            return offset, raw
+        offset += len(raw)
+    return offset, b""
+
+
 def parse_lines(
     lines: Iterable[bytes], *, file: str, keep_events: bool = True, fast: bool = True
 ) -> LogContents:
@@ -379,36 +400,25 @@ def parse_lines(
     events: list[LogEvent] = []
     changes: list[ChangeAt] = []
     count = 0  # events so far: the next event's index
-    offset = 0
+    offset = header_size = 0
     torn = b""
     corruption: LogCorruption | None = None
-    header_size = 0
-    change_type = SCHEDULE_CHANGE_TYPE
     append, add_change = events.append, changes.append
     # The fast paths take the lines they are sure of; every other line, and every line that
     # is not, goes to the reference decoder, which gives the verdict.
     summary = summary_line if fast and not keep_events else None
     compact = _compact_event if fast and keep_events else None
 
-    for line_no, raw in enumerate(lines, start=1):
+    numbered = enumerate(lines, start=1)
+    for line_no, raw in numbered:
         if raw[-1:] != b"\n":
             torn = raw
             break
         size = len(raw)
-        if corruption is not None:  # after the first corruption lines are only measured
-            offset += size
-            continue
         if size > _MAX_RAW:
-            corruption = LogCorruption(
-                file=file,
-                line=line_no,
-                offset=offset,
-                path="$",
-                message=f"line is longer than {MAX_LINE_BYTES} bytes",
-                rule="line_too_long",
-            )
+            corruption = _line_too_long(file, line_no, offset)
             offset += size
-            continue
+            break
         if line_no > 1:
             if summary is not None:
                 taken = summary(raw)
@@ -429,18 +439,21 @@ def parse_lines(
             item = reference_line(raw, line_no)
         except CorruptLogError as exc:
             corruption = _corruption(file, line_no, offset, exc)
+            offset += size
+            break
+        if type(item) is Header:
+            header_size = size
+            header = item
         else:
-            if type(item) is Header:
-                header_size = size
-                header = item
-            else:
-                assert type(item) is LogEvent
-                if keep_events:
-                    append(item)
-                elif item.type == change_type:
-                    add_change(ChangeAt(count, offset, item))
-                count += 1
+            assert type(item) is LogEvent
+            if keep_events:
+                append(item)
+            elif item.type == SCHEDULE_CHANGE_TYPE:
+                add_change(ChangeAt(count, offset, item))
+            count += 1
         offset += size
+    if corruption is not None:  # the remaining lines are only measured
+        offset, torn = _measure_rest(numbered, offset)
     return LogContents(
         file=file,
         header=header,

@@ -296,7 +296,7 @@ class BatchDelivery:
                 outcomes[id(plan.group)] = GroupFailed(_planned_ids(plan), session.error)
         delivered_at = self.now()
         try:
-            commits = _commit_all(self.core, durable, delivered_at)
+            commits = self._commit(durable, delivered_at)
         except Exception as exc:
             for session in sessions:
                 self.core.sessions.discard(session.session_id)
@@ -334,7 +334,19 @@ class BatchDelivery:
             core.sessions.discard(session_id)
             failed: dict[int, Outcome] = {id(g): GroupFailed(g.ids, exc) for g in groups}
             return session._replace(plans=[], outcomes=failed)
-        return session._replace(error=_append(handle, session.plans))
+        return session._replace(error=self._send(session_id, handle, session.plans))
+
+    # Extension points of a batched claimed delivery (schedlog/host/batch_claims.py).
+
+    def _send(
+        self, session_id: str, handle: SessionHandle, plans: list[_Plan]
+    ) -> BaseException | None:
+        """Append a session's follow-ups and make them durable; the failure, if any."""
+        return _append(handle, plans)
+
+    def _commit(self, plans: list[_Plan], delivered_at: int) -> list[list[tuple[StoredTask, Task]]]:
+        """The run's one store transaction (:func:`_commit_all`)."""
+        return _commit_all(self.core, plans, delivered_at)
 
 
 def _read_rows(store: TaskStore, ids: list[str]) -> dict[str, StoredTask]:

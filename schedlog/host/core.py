@@ -10,28 +10,25 @@ claims of a store shared by several hosts. The asyncio service over it is
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Final, NamedTuple, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import msgspec
 import structlog
 
 from schedlog._crashpoints import crashpoint
 from schedlog.absent import ABSENT
-from schedlog.delivery_plan import plan_delivery
-from schedlog.diagnostics import recovered_fields
 from schedlog.errors import ScheduleError
-from schedlog.eventlog.followups import build_followup
-from schedlog.framing import FramedReminder
 from schedlog.host.catalog import ordered_tasks
 from schedlog.host.changes import ChangeKind, ChangeListener, TaskChange
 from schedlog.host.config import Retention
-from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member, occurrence
+from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member
 from schedlog.host.due import DueTasks, due_tasks_for
+from schedlog.host.group_plan import Outgoing, Plan, plan_members
 from schedlog.host.history import check_limit, history_page
 from schedlog.host.limits import SeenSessions
 from schedlog.host.pausing import pause_step, resume_step
+from schedlog.host.posting import post_under_lease, still_planned
 from schedlog.host.sessions import SessionController, SessionHandle
 from schedlog.host.stores.base import (
     InsertsMany,
@@ -40,8 +37,6 @@ from schedlog.host.stores.base import (
     store_pausable,
 )
 from schedlog.host.task import Task, catalog_entry
-from schedlog.protocols import HOST
-from schedlog.rules.decide import Decision
 from schedlog.rules.record import Record
 from schedlog.rules.update import UpdateResult, resolve_update
 
@@ -52,6 +47,8 @@ MSG_BARRIER: Final = "Session persistence did not acknowledge the reminder"
 
 _log = structlog.get_logger("schedlog.host")
 _T = TypeVar("_T")
+#: The plan's name here, as schedlog.host.batch imports it (now schedlog.host.group_plan.Plan).
+_Plan = Plan
 
 
 class InSlot(Protocol):
@@ -355,6 +352,7 @@ class HostCore:
         *,
         sleep_until: Callable[[int], Awaitable[None]] | None = None,
         retry_in: Callable[[str], int] | None = None,
+        commit: Callable[[_Plan], Awaitable[Delivered | None]] | None = None,
     ) -> Delivered | None:
         """:meth:`deliver_group` for a sink that is not a session log (webhook delivery): the
         follow-up is handed to ``post``, and the members are committed only when it returns.
@@ -373,75 +371,27 @@ class HostCore:
         every lease is still this host's. The claims end with the group: released, except
         those of failed members when ``retry_in(id)`` gives their backoff delay (ms), which are
         held that long, so that no other host retries them before this one would.
+
+        ``commit`` (a local store: :class:`~schedlog.host.webhook_commit.WebhookCommits`)
+        commits the acknowledged plan together with others instead of in a slot of its own.
         """
         with self.due_tasks.delivering_to(group, retry_in):
             plan = await in_slot(lambda: self._plan(group, now))
             if plan is None:
                 return None
             if plan.outgoing is not None:
+                ids = [st.task.id for st, _ in plan.members]
                 try:
-                    await self._post_under_lease(plan, plan.outgoing, post, now, sleep_until)
+                    await post_under_lease(
+                        self.due_tasks, ids, plan.outgoing, post, now, sleep_until
+                    )
                 except Exception as exc:
                     raise GroupFailed(group.ids, exc) from exc
-            return await in_slot(lambda: self._finish(self._still_planned(plan), now, None))
-
-    def _still_planned(self, plan: _Plan) -> _Plan:
-        """``plan`` without the members whose stored task changed since it was made (an edit
-        or a deletion while the POST was in flight)."""
-        kept: list[tuple[StoredTask, Decision]] = []
-        for st, decision in plan.members:
-            current = self.store.get(st.task.id)
-            if current is not None and current.task == st.task:
-                kept.append((st, decision))
-            else:
-                _log.info(
-                    "delivery.superseded",
-                    id=st.task.id,
-                    message=(
-                        f"schedule: reminder {st.task.id} was edited or deleted while its "
-                        "follow-up was being posted; the edit stands and nothing is committed"
-                    ),
-                )
-        return plan._replace(members=kept)
-
-    async def _post_under_lease(
-        self,
-        plan: _Plan,
-        outgoing: Outgoing,
-        post: Callable[[Outgoing], Awaitable[None]],
-        now: Callable[[], int],
-        sleep_until: Callable[[int], Awaitable[None]] | None,
-    ) -> None:
-        """``post(outgoing)`` while keeping the members' leases alive: renewed before it starts
-        and every third of a lease until it ends. A lost lease (or a renewal that fails)
-        cancels the POST: another host may be posting the same group by then, and this host
-        could not commit it anyway. Without leases (a local store) it is just the POST."""
-        lease_ms = self.due_tasks.lease_ms
-        if lease_ms is None:
-            await post(outgoing)
-            return
-        ids = [st.task.id for st, _ in plan.members]
-        self.due_tasks.keep_leases(ids)
-        sending = asyncio.ensure_future(post(outgoing))
-        if sleep_until is None:  # no clock to renew on: the lease must outlast the POST
-            await sending
-            return
-        every = max(1, lease_ms // 3)
-        renewal: asyncio.Future[None] | None = None
-        try:
-            while True:
-                renewal = asyncio.ensure_future(sleep_until(now() + every))
-                await asyncio.wait({sending, renewal}, return_when=asyncio.FIRST_COMPLETED)
-                if sending.done():
-                    sending.result()  # the sink's failure, if any
-                    return
-                self.due_tasks.keep_leases(ids)
-        finally:
-            if renewal is not None:
-                renewal.cancel()
-            if not sending.done():
-                sending.cancel()
-                await asyncio.gather(sending, return_exceptions=True)
+            if commit is not None:
+                return await commit(plan)
+            return await in_slot(
+                lambda: self._finish(still_planned(plan, self.store.get), now, None)
+            )
 
     def _plan(
         self,
@@ -469,45 +419,7 @@ class HostCore:
         now: Callable[[], int],
         get: Callable[[str], StoredTask | None],
     ) -> _Plan | None:
-        session_id = group.session_id
-        decision_time = now()
-        members: list[tuple[StoredTask, Decision]] = []
-        for task_id in group.ids:
-            st = get(task_id)
-            if (
-                st is None
-                or not st.task.active
-                or st.task.paused
-                or st.task.session_id != session_id
-                or st.task.record.scheduled_at > decision_time
-            ):
-                continue
-            members.append((st, occurrence(st.task, decision_time)))
-        if not members:
-            return None
-        plan = plan_delivery(
-            session_id,
-            [
-                FramedReminder(st.task.id, d.occurrence_at, st.task.record.prompt)
-                for st, d in members
-            ],
-            batch=not group.one_shot,
-            delivered=session.delivered,
-        )
-        ids: dict[str, str] = {member.id: mid for member, mid in plan.recovered.items()}
-        for member, held_by in plan.recovered.items():
-            _log.info("delivery.recovered", **recovered_fields(member, held_by))
-        outgoing: Outgoing | None = None
-        if plan.text is not None and plan.message_id is not None:
-            sent_members = plan.members
-            event = build_followup(
-                session_id, sent_members, plan.text, decision_time, protocol=HOST
-            )
-            for member in sent_members:
-                ids[member.id] = plan.message_id
-            delivered = Delivered(session_id, plan.message_id, plan.text, sent_members)
-            outgoing = Outgoing(delivered, event, tuple(f.prompt for f in plan.fresh))
-        return _Plan(group, session, members, ids, outgoing)
+        return plan_members(group, session, now(), get)
 
     def _send_to_log(self, plan: _Plan) -> None:
         assert plan.outgoing is not None
@@ -558,19 +470,3 @@ class HostCore:
     def notify(self, changes: Iterable[TaskChange]) -> None:
         """Report changes that wrote nothing to the store (a delivery now ``retrying``)."""
         self._changed(changes)
-
-
-class Outgoing(NamedTuple):
-    """A follow-up about to be sent: the message, its log event, and each member's prompt."""
-
-    delivered: Delivered
-    event: dict[str, Any]
-    prompts: tuple[str, ...]
-
-
-class _Plan(NamedTuple):
-    group: Group
-    session: SessionHandle
-    members: list[tuple[StoredTask, Decision]]
-    ids: dict[str, str]
-    outgoing: Outgoing | None

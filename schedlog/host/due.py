@@ -19,7 +19,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Final, Protocol
+from operator import itemgetter
+from typing import Final, Protocol, runtime_checkable
 
 from sortedcontainers import SortedList
 
@@ -28,9 +29,19 @@ from schedlog.host.delivery import Group, GroupFailed
 from schedlog.host.stores.base import ClaimingStore, StoredTask, TaskStore
 from schedlog.host.task import Task
 
-__all__ = ["MSG_LEASE_LOST", "ClaimedDue", "DueTasks", "LocalTimerIndex", "due_tasks_for"]
+__all__ = [
+    "MSG_LEASE_LOST",
+    "Batch",
+    "ClaimedDue",
+    "ClaimsBatches",
+    "DueTasks",
+    "LocalTimerIndex",
+    "due_tasks_for",
+]
 
 MSG_LEASE_LOST: Final = "Another host took over the claim of these reminders"
+_ID: Final = itemgetter(2)
+_TARGET: Final = itemgetter(0)
 
 
 class DueTasks(Protocol):
@@ -84,6 +95,33 @@ class DueTasks(Protocol):
 
     def listen(self, on_change: Callable[[dict[str, str]], None]) -> None: ...
 
+    def end_pass(self) -> None:
+        """A drive pass ended: what its scan still holds (a batched claim) is given back."""
+        ...
+
+
+class Batch(Protocol):
+    """One batched claim (:class:`~schedlog.host.stores.pg_batch.ClaimBatch`): its tasks,
+    the sessions it holds locked, a fresh read, the lease check, one commit, and its end."""
+
+    tasks: list[StoredTask]
+    sessions: set[str]
+
+    def fresh(self) -> dict[str, StoredTask]: ...
+
+    def lost(self, ids: Iterable[str]) -> list[str]: ...
+
+    def commit(self, tasks: Sequence[Task]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ClaimsBatches(Protocol):
+    """A claiming store that claims a batch of due tasks under their sessions' locks."""
+
+    def claim_batch(self, now: int, excluded: Iterable[str] = ()) -> Batch: ...
+
 
 class LocalTimerIndex:
     """The timer index of a store this host alone writes: active tasks that are not paused
@@ -95,10 +133,18 @@ class LocalTimerIndex:
         self.store = store
         # Built in one go from the store's index rows: no task is decoded a second time after
         # the validation at open, and one sort replaces an insertion per task.
-        self._keys: dict[str, tuple[int, int, str]] = {
-            key[2]: key for key in store.active_targets()
-        }
-        self._index: SortedList[tuple[int, int, str]] = SortedList(self._keys.values())
+        self._index: SortedList[tuple[int, int, str]] = SortedList(
+            index_order(list(store.active_targets()))
+        )
+        # The key of each indexed id, built on the first write that needs it (each id is
+        # indexed once: ids are unique in every store), so start-up does not hash every id.
+        self._by_id: dict[str, tuple[int, int, str]] | None = None
+
+    @property
+    def _keys(self) -> dict[str, tuple[int, int, str]]:
+        if self._by_id is None:
+            self._by_id = dict(zip(map(_ID, self._index), self._index, strict=True))
+        return self._by_id
 
     def reindex(self, st: StoredTask) -> None:
         self.unindex(st.task.id)
@@ -170,6 +216,9 @@ class LocalTimerIndex:
     def listen(self, on_change: Callable[[dict[str, str]], None]) -> None:
         return None  # nobody else writes this store
 
+    def end_pass(self) -> None:
+        return None
+
 
 class ClaimedDue:
     """Due tasks claimed from a store shared by several hosts."""
@@ -177,6 +226,10 @@ class ClaimedDue:
     def __init__(self, claims: ClaimingStore) -> None:
         self.claims = claims
         self.lease_ms: int | None = claims.lease_ms
+        #: Set by a batched claimed delivery (schedlog/host/batch_claims.py): :meth:`due`
+        #: then claims a :class:`Batch` under its sessions' locks, held until :meth:`end_pass`.
+        self.batched = False
+        self.batch: Batch | None = None
 
     def reindex(self, st: StoredTask) -> None:
         return None  # the store is the index
@@ -188,8 +241,22 @@ class ClaimedDue:
         return self.claims.next_wake(excluded)
 
     def due(self, now: int, excluded: Iterable[str] = ()) -> list[StoredTask]:
-        """Claimed for this host (a lease), up to a batch at a time."""
+        """Claimed for this host (a lease), up to a batch at a time; batched, under the locks
+        of their sessions until :meth:`end_pass` (a new claim ends the previous batch)."""
+        if self.batched and isinstance(self.claims, ClaimsBatches):
+            self.end_pass()
+            batch = self.claims.claim_batch(now, excluded)
+            if not batch.tasks:
+                batch.close()
+                return []
+            self.batch = batch
+            return list(batch.tasks)
         return self.claims.claim_due(now, excluded)
+
+    def end_pass(self) -> None:
+        batch, self.batch = self.batch, None
+        if batch is not None:
+            batch.close()
 
     def active_count(self) -> int:
         return self.claims.active_count()
@@ -268,6 +335,17 @@ def _utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def index_order(keys: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Timer keys in storage order (ascending ``seq``, as every store gives them) sorted as the
+    index sorts them, by target then ``seq``: a stable sort on the target alone, keyed by floats
+    (exact: every instant is below 2**53 ms), which Python compares much faster than large
+    integers. ``SortedList`` then takes them in one linear pass; it sorts again in any case, so
+    keys in another order would still be indexed right, only slower."""
+    targets = list(map(float, map(_TARGET, keys)))
+    order = sorted(range(len(keys)), key=targets.__getitem__)
+    return list(map(keys.__getitem__, order))
 
 
 def due_tasks_for(store: TaskStore) -> DueTasks:

@@ -15,7 +15,7 @@ from schedlog.host.delivery import Group
 __all__ = ["DEFAULT_LIMIT", "SessionChains"]
 
 #: POSTs in flight at once unless the host is told otherwise (``--webhook-concurrency``).
-DEFAULT_LIMIT: Final = 16
+DEFAULT_LIMIT: Final = 64
 R = TypeVar("R")
 
 

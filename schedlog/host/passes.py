@@ -28,10 +28,12 @@ from schedlog.host.batch import (
 from schedlog.host.changes import TaskChange
 from schedlog.host.core import HostCore, Outgoing
 from schedlog.host.delivery import Delivered, Group, GroupFailed, plan_groups
+from schedlog.host.due import LocalTimerIndex
 from schedlog.host.fifo import WriteFifo
 from schedlog.host.inflight import SessionChains
 from schedlog.host.retry import Backoff
 from schedlog.host.stores.base import StoredTask
+from schedlog.host.webhook_commit import WebhookCommits
 
 __all__ = ["MAX_TIMER_BACKOFF_MS", "TIMER_BACKOFF_MS", "DrivePasses"]
 
@@ -58,6 +60,7 @@ class DrivePasses:
     _fifo: WriteFifo
     _batch: BatchDelivery | None
     _posts: SessionChains[tuple[Delivered | None, set[str]]] | None
+    _commits: WebhookCommits | None
     _auto: bool
     _stopping: bool
     _wake: asyncio.Event
@@ -90,6 +93,7 @@ class DrivePasses:
                 lambda fn: self._fifo.submit(fn, checked=False),
                 sleep_until=self.clock.sleep_until,
                 retry_in=None if backoff is None else backoff.next_delay_ms,
+                commit=None if self._commits is None else self._commits.commit,
             )
         if sent is not None:
             for listener in list(self._delivery_listeners):
@@ -152,18 +156,21 @@ class DrivePasses:
         outcome and asks for the next pass when it ends.
         """
         try:
-            if due is None:
-                due = await self._scan(excluded)
-            groups = plan_groups(due)
-        except Exception as exc:
-            _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
-            self._scan_failed = True
-            return [], set()
-        outcomes: list[tuple[Delivered | None, set[str]]] = []
-        if self._posts is None:
-            async for outcome in self._outcomes(groups, due):
-                outcomes.append(self._reported(outcome))
-        else:
+            try:
+                if due is None:
+                    due = await self._due(excluded)
+                groups = plan_groups(due)
+            except Exception as exc:
+                _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
+                self._scan_failed = True
+                return [], set()
+            outcomes: list[tuple[Delivered | None, set[str]]] = []
+            if self._posts is None:
+                async for outcome in self._outcomes(groups, due):
+                    outcomes.append(self._reported(outcome))
+        finally:
+            await self._end_pass()
+        if self._posts is not None:
             started = [self._posts.start(group) for group in groups]
             if not wait:
                 return [], set()
@@ -173,12 +180,20 @@ class DrivePasses:
         burst_summary(sent)
         return sent, failed
 
-    async def _scan(self, excluded: Iterable[str]) -> list[StoredTask]:
-        """The tasks due now: read on the batch pool when this host batches and many are due."""
+    async def _due(self, excluded: Iterable[str] = ()) -> list[StoredTask]:
+        """The pass's scan, on the loop: the delivery slots of what it claims are queued
+        before any write that arrives after it (a pause queued behind a drive waits for it).
+        The local timer index's scan of many due tasks reads the rows on the batch pool
+        instead (a write meanwhile is read again: :meth:`BatchDelivery.scan`)."""
         now, skip = self.clock.now_ms(), self._excluded(excluded)
-        if self._batch is None:
-            return self.core.due(now, skip)
-        return await self._batch.scan(now, skip)
+        if self._batch is not None and isinstance(self.core.due_tasks, LocalTimerIndex):
+            return await self._batch.scan(now, skip)
+        return self.core.due(now, skip)
+
+    async def _end_pass(self) -> None:
+        """Give back what the pass's batched claim still holds (its claims not committed and
+        its session locks; schedlog/host/batch_claims.py)."""
+        self.core.due_tasks.end_pass()
 
     def _reported(self, outcome: Outcome) -> tuple[Delivered | None, set[str]]:
         """A group's outcome; a failure is reported and recorded. Returns the message sent
@@ -196,16 +211,26 @@ class DrivePasses:
         return None, failed
 
     async def _post_group(self, group: Group) -> tuple[Delivered | None, set[str]]:
-        """A webhook group in flight; when it ends, the timer looks for work again."""
+        """A webhook group in flight; when it ends, the timer looks for work again, unless
+        it was delivered and left none of its members active (nothing of it for the timer:
+        in a burst, a pass per acknowledged one-shot would scan the due set each time)."""
+        outcome: Outcome = None
         try:
             try:
-                outcome: Outcome = await self._deliver(group)
+                outcome = await self._deliver(group)
             except GroupFailed as exc:
                 outcome = exc
             return self._reported(outcome)
         finally:
-            if self._auto and not self._stopping:
+            if self._auto and not self._stopping and not self._settled(group, outcome):
                 self.request_drive()
+
+    def _settled(self, group: Group, outcome: Outcome) -> bool:
+        """Whether ``group`` was delivered and its group commit left none of its members
+        active, untouched since (:meth:`WebhookCommits.settled`)."""
+        commits = self._commits
+        settled = commits is not None and commits.settled(group.ids)
+        return settled and isinstance(outcome, Delivered)
 
     async def _outcomes(
         self, groups: Sequence[Group], due: Sequence[StoredTask]
@@ -260,7 +285,7 @@ class DrivePasses:
         tasks whose group failed during this tick."""
         failed: set[str] = set()
         sent: list[Delivered] = []
-        while due := self.core.due(self.clock.now_ms(), self._excluded(failed)):
+        while due := await self._due(failed):
             delivered, newly_failed = await self.drive(failed, due)
             sent.extend(delivered)
             if not delivered and not newly_failed:

@@ -24,6 +24,10 @@ from schedlog.host.batch import (
     BatchDelivery,
     batchable,
 )
+from schedlog.host.batch_claims import (
+    ClaimedBatchDelivery,
+    claims_batchable,
+)
 from schedlog.host.catalog import Catalog, CatalogQuery, Page, StatusOf, effective_status
 from schedlog.host.changes import ChangeListener, TaskChange, remote_change
 from schedlog.host.config import Retention
@@ -38,6 +42,7 @@ from schedlog.host.retry import Backoff
 from schedlog.host.sessions import SessionController
 from schedlog.host.stores.base import TaskStore
 from schedlog.host.task import Task, TaskIdSource, new_task, new_task_id
+from schedlog.host.webhook_commit import WebhookCommits
 from schedlog.rules.record import Record
 from schedlog.rules.records import build_record, validate_host_create_args
 from schedlog.rules.update import UpdateResult
@@ -97,15 +102,26 @@ class HostService(DrivePasses):
         self.task_ids = task_ids
         self._auto = auto_drive
         #: Batched delivery to session logs (docs/operations.md#burst-sizing), when allowed.
-        self._batch = (
-            BatchDelivery(self.core, clock.now_ms)
-            if post is None and batchable(self.core)
-            else None
-        )
+        self._batch: BatchDelivery | None = None
+        if post is None and batchable(self.core):
+            self._batch = BatchDelivery(self.core, clock.now_ms)
+        elif post is None and claims_batchable(self.core):  # a shared store (issue 21)
+            self._batch = ClaimedBatchDelivery(self.core, clock.now_ms)
         self._stopping = False
         self._closed = False
         #: Writes, delivery groups and archive stop, one at a time in arrival order.
         self._fifo = WriteFifo(self.core, self._check_open)
+        #: Acknowledged webhook groups commit in groups on a local store (issue 21).
+        self._commits = (
+            WebhookCommits(
+                self.core,
+                clock.now_ms,
+                lambda fn: self._fifo.submit(fn, checked=False),
+                lambda: 0 if self._posts is None else self._posts.running,
+            )
+            if post is not None and batchable(self.core)
+            else None
+        )
         self._catalog = Catalog(store, self.core)
         self._wake = asyncio.Event()
         self._drive_pending = auto_drive  # overdue tasks found at start-up are driven at once

@@ -14,7 +14,9 @@ carries the same id: receivers dedupe by it.
 line and headers), kept on the host's clock: a receiver that trickles its answer a byte at a
 time is cut off at the deadline. Of the answer only the status counts; at most
 :data:`MAX_ANSWER_BYTES` of its body are read, as sent (never decompressed), then the
-connection is closed.
+connection is closed. The POSTs go over :mod:`schedlog.host.webhook_http` (HTTP/1.1 keep-alive
+on asyncio streams), through httpx only when a test hands in an httpx transport or the URL
+carries user info.
 
 Needs httpx (the ``serve`` extra).
 """
@@ -33,6 +35,7 @@ import httpx
 from schedlog.clock import Clock
 from schedlog.eventlog.followups import Member
 from schedlog.host.core import Outgoing
+from schedlog.host.webhook_http import LeanPoster, ProtocolError
 from schedlog.rules.instants import format_instant
 from schedlog.rules.text import json_bytes
 
@@ -52,6 +55,7 @@ SIGNATURE_HEADER: Final = "Schedlog-Signature"
 TIMESTAMP_HEADER: Final = "Schedlog-Timestamp"
 #: The most of a receiver's answer body read (raw bytes on the wire); the rest is dropped.
 MAX_ANSWER_BYTES: Final = 64 * 1024
+USER_AGENT: Final = "schedlog-webhook/1"
 
 
 class WebhookError(Exception):
@@ -118,6 +122,12 @@ class WebhookSink:
         self._secret = secret
         self._clock = clock
         self._timeout_ms = max(1, round(timeout_s * 1000))
+        self._timeout_s = timeout_s
+        #: The lean client (schedlog.host.webhook_http) unless a test hands in an httpx
+        #: transport, or the URL carries user info (httpx sends it as Basic credentials).
+        self._lean: LeanPoster | None = None
+        if transport is None and not httpx.URL(url).userinfo:
+            self._lean = LeanPoster(url, USER_AGENT, MAX_ANSWER_BYTES)
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_s),
             follow_redirects=False,
@@ -125,7 +135,7 @@ class WebhookSink:
             # deliveries go straight to --deliver-to (docs/decisions.md, webhook and proxies).
             trust_env=False,
             transport=transport,
-            headers={"User-Agent": "schedlog-webhook/1"},
+            headers={"User-Agent": USER_AGENT},
         )
 
     async def post(self, outgoing: Outgoing) -> None:
@@ -163,6 +173,17 @@ class WebhookSink:
     async def _exchange(self, body: bytes, headers: Mapping[str, str]) -> int:
         """One POST; its status. At most :data:`MAX_ANSWER_BYTES` of the answer are read,
         raw (a compressed answer is never inflated)."""
+        if self._lean is not None:
+            try:
+                # The deadline on the host's clock (post) cuts the exchange; this real-clock
+                # bound at twice it is a backstop for a clock that does not advance.
+                return await self._lean.post(body, headers, 2 * self._timeout_s)
+            except TimeoutError:
+                raise WebhookError("the webhook receiver timed out", "timeout") from None
+            except (OSError, ProtocolError) as exc:
+                raise WebhookError(
+                    f"the webhook receiver is unreachable: {exc}", "unreachable"
+                ) from None
         try:
             async with self._client.stream("POST", self.url, content=body, headers=headers) as r:
                 read = 0
@@ -180,6 +201,8 @@ class WebhookSink:
             ) from None
 
     async def aclose(self) -> None:
+        if self._lean is not None:
+            await self._lean.aclose()
         await self._client.aclose()
 
 

@@ -35,7 +35,7 @@ from schedlog.eventlog.events import (
 )
 from schedlog.eventlog.followups import Member, delivered_members, parse_followup
 from schedlog.eventlog.header import Header
-from schedlog.eventlog.reader import MAX_LINE_BYTES, decode_event_line
+from schedlog.eventlog.reader import MAX_LINE_BYTES, LogContents, decode_event_line
 from schedlog.files import fsync_directory, write_all
 from schedlog.fold.replay import apply_event
 from schedlog.fold.state import FoldState
@@ -47,6 +47,29 @@ from schedlog.strictjson import JSONSyntaxError, loads_strict
 __all__ = ["LogAppender"]
 
 _log = structlog.get_logger("schedlog.eventlog")
+
+
+def _truncate_torn_tail(fd: int, name: str, contents: LogContents) -> None:
+    """Cut the torn tail off (docs/protocol.md#torn-tail), warning ``torn_tail_truncated``."""
+    os.ftruncate(fd, contents.complete_size)
+    _log.warning(
+        "session_log.torn_tail_truncated",
+        path=name,
+        bytes=len(contents.torn_tail),
+        message=f"schedule: truncated {len(contents.torn_tail)} bytes of torn tail in {name}",
+    )
+
+
+def _header_of(fd: int, contents: LogContents, session_id: str | None) -> tuple[Header, int]:
+    """The log's header and its complete size; a new log gets its header written first."""
+    if contents.header is not None:
+        return contents.header, contents.complete_size
+    if not session_id:
+        raise ValueError("a new session log needs a non-empty session id")
+    header = Header(session_id=session_id)
+    line = encode_line(header.to_json())
+    write_all(fd, line)
+    return header, len(line)
 
 
 class LogAppender:
@@ -138,25 +161,8 @@ class LogAppender:
                     raise contents.corruption.error()
                 state = FoldState()
             if contents.torn_tail:
-                os.ftruncate(fd, contents.complete_size)
-                _log.warning(
-                    "session_log.torn_tail_truncated",
-                    path=name,
-                    bytes=len(contents.torn_tail),
-                    message=(
-                        f"schedule: truncated {len(contents.torn_tail)} bytes of torn tail"
-                        f" in {name}"
-                    ),
-                )
-            header = contents.header
-            log_size = contents.complete_size
-            if header is None:
-                if not session_id:
-                    raise ValueError("a new session log needs a non-empty session id")
-                header = Header(session_id=session_id)
-                line = encode_line(header.to_json())
-                write_all(fd, line)
-                log_size = len(line)
+                _truncate_torn_tail(fd, name, contents)
+            header, log_size = _header_of(fd, contents, session_id)
             seed = header.seed_length
             delivered = delivered_members(contents.events, seed_length=seed)
         except BaseException:

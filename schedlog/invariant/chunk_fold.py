@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from operator import attrgetter, is_, is_not, not_
 from typing import Any, Final
 
@@ -92,8 +92,11 @@ _decode_changes = msgspec.json.Decoder(list[wire.ChangeData]).decode
 
 #: What a tail fold gives (``fastcheck``'s tail work): events, size of its complete lines,
 #: torn tail, created ids, the records still active, the changes of records it did not create
-#: (:attr:`ChunkFold.foreign`).
-TailResult = tuple[int, int, bytes, list[str], list[Record], list[tuple[int, str, int]]]
+#: (:attr:`ChunkFold.foreign`), the canonical target texts of those records
+#: (:meth:`ChunkFold.targets`).
+TailResult = tuple[
+    int, int, bytes, list[str], list[Record], list[tuple[int, str, int]], list[str | None]
+]
 encode_tail = msgspec.msgpack.Encoder().encode
 _decode_tail = msgspec.msgpack.Decoder(TailResult).decode
 
@@ -113,6 +116,11 @@ class ChunkFold:
         self.active: dict[str, Record] = {}
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
+        #: When set (by the caller, before the first chunk): every id the typed path created,
+        #: with its ``scheduledAt`` as the log wrote it and in epoch ms (see :meth:`targets`).
+        self.created: dict[str, tuple[str, int]] | None = None
+        #: The targets' texts of the records a joined tail added (the last of ``active``).
+        self.later_targets: list[str | None] = []
         # The event types seen so far, or expected (``kinds``): the first chunk is then tried
         # in one pass too; a line of another type sends it to two.
         self.kinds: frozenset[str] = kinds if len(kinds) <= _MAX_KINDS else frozenset()
@@ -214,52 +222,55 @@ class ChunkFold:
     def _fold_chunk(self, typed: list[wire.ChangeData], colons: int, counted: int | None) -> None:
         """Check and fold a chunk's changes, whose payloads hold ``colons`` ``:`` bytes by the
         count of the chunk, and ``counted`` by the count of their own bytes (None: unknown).
-        When that is more than theirs, the fold is undone (the chunk goes line by line)."""
-        before = dict(self.active)
-        foreign = self.foreign
-        mark = len(foreign) if foreign is not None else 0
+        When that is not the count their typed members account for (a key given twice or a
+        null member), the chunk is not taken (the chunk goes line by line); that is decided
+        from the typed changes alone, before anything is folded, so nothing is undone."""
         classes = list(map(type, typed))
         records = list(map(_SCHEDULE, compress(typed, map(is_, classes, repeat(wire.CreateData)))))
+        accepts = list(
+            map(_ACCEPTED, compress(typed, map(is_, classes, repeat(wire.DispatchData))))
+        )
+        stamps = list(compress(accepts, map(is_not, accepts, repeat(None))))
+        titles = list(filter(None, map(_TITLE, records)))  # a title is never empty
+        # version, operation and id of every change; acceptedAt and an instant's 2; schedule;
+        # id, kind, prompt, scheduledAt and its 2; the seconds but for at; title
+        ats = list(map(type, records)).count(wire.AtRecord) if records else 0
+        expected = 3 * len(typed) + 3 * len(stamps) + 7 * len(records) - ats + len(titles)
+        if not (
+            (counted is None or colons == counted)
+            and (colons == expected or colons == expected + text_colons(typed))
+        ):
+            raise NotTaken
         ids = list(map(_ID, records))
-        expected = 3 * len(typed)  # version, operation and id of every change
         entries: list[tuple[wire.WireRecord, int]] = []
         if records:
-            expected += self._check_creates(records, ids)
-            entries = list(zip(records, self._create_instants(records), strict=True))
-        expected += self._fold_typed(typed, classes, iter(zip(ids, entries, strict=True)).__next__)
+            self._check_creates(records, ids, titles)
+            texts = list(map(_SCHEDULED_AT, records))
+            whens = self._create_instants(texts)
+            entries = list(zip(records, whens, strict=True))
+            if self.created is not None:
+                self.created.update(zip(ids, zip(texts, whens, strict=True), strict=True))
+        self._fold_typed(typed, classes, stamps, iter(zip(ids, entries, strict=True)).__next__)
         self._settle(ids, entries)
-        if (counted is None or colons == counted) and (
-            colons == expected or colons == expected + text_colons(typed)
-        ):
-            return
-        # A key given twice or a null member: unfold, and read the chunk line by line.
-        self.active = before
-        seen = self.seen
-        for record_id in ids:
-            del seen[record_id]
-        if foreign is not None:
-            del foreign[mark:]
-        raise NotTaken
 
-    def _check_creates(self, records: list[wire.WireRecord], ids: list[str]) -> int:
-        """Check the records a chunk creates, all at once: ids never created before (in the
-        log or the chunk), ids, prompts and titles trimmed, titles not too long; the ids are
-        then seen. The ``:`` bytes of their members (and of their instants)."""
+    def _check_creates(
+        self, records: list[wire.WireRecord], ids: list[str], titles: list[str]
+    ) -> None:
+        """Check the records a chunk creates (``titles``: their titles that are set), all at
+        once: ids never created before (in the log or the chunk), ids, prompts and titles
+        trimmed, titles not too long; the ids are then seen."""
         seen = self.seen
         fresh = dict.fromkeys(ids)
         if len(fresh) != len(ids) or not seen.keys().isdisjoint(fresh):
             raise Invalid
-        titles = list(filter(None, map(_TITLE, records)))  # a title is never empty
         if not typed_texts_ok(ids, list(map(_PROMPT, records)), titles):
             raise Invalid
         seen.update(fresh)
-        # schedule; id, kind, prompt, scheduledAt and its 2; the seconds but for at; title
-        ats = list(map(type, records)).count(wire.AtRecord)
-        return 7 * len(records) - ats + len(titles)
 
-    def _create_instants(self, records: list[wire.WireRecord]) -> list[int]:
-        """The ``scheduledAt`` of the records in epoch ms, each a canonical instant."""
-        whens = instants_ms(list(map(_SCHEDULED_AT, records)), self.instants.parse)
+    def _create_instants(self, texts: list[str]) -> list[int]:
+        """The ``scheduledAt`` ``texts`` of created records in epoch ms, each a canonical
+        instant."""
+        whens = instants_ms(texts, self.instants.parse)
         if None in whens:  # not a canonical instant of a real day
             raise Invalid
         return whens  # type: ignore[return-value]
@@ -268,11 +279,12 @@ class ChunkFold:
         self,
         typed: list[wire.ChangeData],
         classes: list[type],
+        stamps: list[str],
         next_create: Callable[[], tuple[str, tuple[wire.WireRecord, int]]],
-    ) -> int:
+    ) -> None:
         """Fold typed changes in order, whose creates :meth:`_check_creates` checked (each
-        ``next_create()`` is the next one's id and entry); the ``:`` bytes of the dispatches'
-        ``acceptedAt``.
+        ``next_create()`` is the next one's id and entry); ``stamps`` are the dispatches'
+        ``acceptedAt`` that are set, in order.
 
         A created record stays an entry (the typed record and its ``scheduledAt`` in epoch ms)
         in ``active`` until :meth:`_settle` (or a dispatch) builds its :class:`Record`. The
@@ -281,10 +293,6 @@ class ChunkFold:
         # Records, and the entries created in this chunk until they are settled.
         active: dict[str, Any] = self.active
         pop = active.pop
-        accepts = list(
-            map(_ACCEPTED, compress(typed, map(is_, classes, repeat(wire.DispatchData))))
-        )
-        stamps = list(compress(accepts, map(is_not, accepts, repeat(None))))
         accepted_ms = iter(instants_ms(stamps, self.instants.parse)).__next__
         for change, kind in zip(typed, classes, strict=True):
             if kind is wire.DeleteData:
@@ -318,7 +326,6 @@ class ChunkFold:
                 if at is None:
                     raise Invalid
                 _dispatch_every(active, target, current, at)
-        return 3 * len(stamps)  # acceptedAt and an instant's 2
 
     def _foreign(self, code: int, target: str, at: int) -> None:
         """A delete or dispatch of ``target``, which is not active: in a tail, of a record
@@ -334,7 +341,7 @@ class ChunkFold:
         if not result or self.count < self.start:  # or the tail's lines are not all owned
             return None
         try:
-            count, complete, carry, seen_ids, records, foreign = _decode_tail(result)
+            count, complete, carry, seen_ids, records, foreign, texts = _decode_tail(result)
         except msgspec.DecodeError:
             return None
         active: dict[str, Any] = self.active
@@ -351,8 +358,35 @@ class ChunkFold:
                 del active[target]
         self.later_seen = later
         active.update(zip(map(_ID, records), records, strict=True))
+        if len(texts) == len(records):
+            self.later_targets = texts  # the last records of ``active``, all final
         self.count += count
         return carry, complete
+
+    def targets(self) -> list[str | None]:
+        """The ``scheduledAt`` of each active record, in order, as the log wrote it when it
+        created the record, if it is still that target (a dispatch moves an every record on),
+        else None; all None unless :attr:`created` was set.
+
+        Such a text is ``format_instant`` of the target: the typed path created the record only
+        if :func:`~schedlog.invariant.chunk_checks.instants_ms` took the text for a canonical
+        instant, which is exactly the text ``format_instant`` gives (docs/rules.md#instants);
+        ``tests/invariant/test_fastcheck_targets.py`` proves it."""
+        created = self.created
+        later = self.later_targets if created is not None else []
+        own = islice(self.active.values(), len(self.active) - len(later))
+        texts: list[str | None] = []
+        if created:
+            get = created.get
+            for record in own:
+                known = get(record.id)
+                texts.append(
+                    known[0] if known is not None and known[1] == record.scheduled_at else None
+                )
+        else:
+            texts = [None] * (len(self.active) - len(later))
+        texts += later
+        return texts
 
     def _settle(self, ids: list[str], entries: list[tuple[wire.WireRecord, int]]) -> None:
         """Build the :class:`Record` of each entry created in this chunk that is still

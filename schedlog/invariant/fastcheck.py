@@ -74,7 +74,10 @@ def _remember_kinds(kinds: frozenset[str]) -> None:
 
 
 def fast_check(
-    path: str | os.PathLike[str], *, split: Split | None = None
+    path: str | os.PathLike[str],
+    *,
+    split: Split | None = None,
+    targets: list[str | None] | None = None,
 ) -> tuple[LogContents, FoldState] | None:
     """The summary read of the log at ``path`` and the fold of its owned suffix, when the log
     is valid and this fast path is sure of it; None otherwise (the reference decides).
@@ -83,9 +86,14 @@ def fast_check(
     With ``split``, a long log's second half is checked and folded by ``split``'s work (which
     the CLI runs in a child process, on the other core) while this one takes the first half;
     the two folds are then joined (:meth:`ChunkFold.join`). Whatever the work gives, or if it gives
-    nothing, the result is the same as without it."""
+    nothing, the result is the same as without it.
+
+    With ``targets`` (an empty list), the canonical ``scheduledAt`` text of each active record
+    is put there, in order, when the result is not None: the text the log holds for it, or None
+    where the record's target is not one the log wrote (:meth:`ChunkFold.targets`; ``replay``
+    formats only those)."""
     with open(path, "rb") as stream:
-        return _check(stream, os.fspath(path), _CHUNK, split, _MIN_SPLIT)
+        return _check(stream, os.fspath(path), _CHUNK, split, _MIN_SPLIT, targets=targets)
 
 
 def fast_check_fd(
@@ -107,9 +115,10 @@ def fast_check_bytes(
     split: Split | None = None,
     min_split: int = _MIN_SPLIT,
     keep: list[Kept] | None = None,
+    targets: list[str | None] | None = None,
 ) -> tuple[LogContents, FoldState] | None:
     """:func:`fast_check` of a log in memory, read ``chunk`` bytes at a time (for tests)."""
-    return _check(io.BytesIO(data), file, chunk, split, min_split, keep)
+    return _check(io.BytesIO(data), file, chunk, split, min_split, keep, targets)
 
 
 def _check(
@@ -119,6 +128,7 @@ def _check(
     split: Split | None,
     min_split: int,
     keep: list[Kept] | None = None,
+    targets: list[str | None] | None = None,
 ) -> tuple[LogContents, FoldState] | None:
     read = stream.read
     buf = read(size)
@@ -137,6 +147,8 @@ def _check(
     assert type(header) is Header
     fold = ChunkFold(header.seed_length, kinds=_KINDS_SEEN[0])
     fold.kept = keep
+    if targets is not None:
+        fold.created = {}
     body = buf[header_size:]
     tail: Callable[[], bytes | None] | None = None
     middle = _middle(stream, header_size, min_split) if split is not None else None
@@ -165,6 +177,8 @@ def _check(
     _remember_kinds(fold.kinds)
     if fold.count < fold.start:
         return None  # seedLength beyond the log: the reference reports it
+    if targets is not None:
+        targets.extend(fold.targets())
     contents = LogContents(
         file=file,
         header=header,
@@ -257,11 +271,12 @@ def _tail_work(read: Callable[[int], bytes], size: int) -> bytes:
     owned, the changes of records it did not create left to :meth:`ChunkFold.join`): the encoded
     result, or nothing when it is not sure."""
     fold = ChunkFold(0, tail=True, kinds=_KINDS_SEEN[0])
+    fold.created = {}
     try:
         carry, complete = _fold_stream(fold, read, size, b"")
     except (Invalid, _TooLong):
         return b""
     assert fold.foreign is not None
-    return encode_tail(
-        (fold.count, complete, carry, list(fold.seen), list(fold.active.values()), fold.foreign)
-    )
+    records = list(fold.active.values())
+    result = (fold.count, complete, carry, list(fold.seen), records, fold.foreign, fold.targets())
+    return encode_tail(result)

@@ -17,16 +17,16 @@ from __future__ import annotations
 import hmac
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Final
+from typing import ClassVar, Final
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schedlog.files import FILE_MODE
 from schedlog.serve.errors import HttpError, error_response
-from schedlog.serve.secrets import PrivateFileError, read_private_file
+from schedlog.serve.secrets import StartupError
 from schedlog.serve.web import PAGE_PATHS
 
 __all__ = [
@@ -47,19 +47,15 @@ _LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 _OPEN_PATHS: Final = frozenset({"/healthz", "/readyz", "/openapi.json", "/v1/signin"}) | PAGE_PATHS
 
 
-class TokenError(Exception):
+class TokenError(StartupError):
     """The token file cannot be used (code ``token-file``)."""
 
     code = "token-file"
-
-    def __init__(self, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-
-
-#: A token file that is a symlink, FIFO... or owned by another user has its own code.
-_KIND_CODES: Final = {"type": "token-file-type", "owner": "token-file-owner"}
+    #: A token file that is a symlink, FIFO... or owned by another user has its own code.
+    kind_codes: ClassVar[Mapping[str, str]] = {
+        "type": "token-file-type",
+        "owner": "token-file-owner",
+    }
 
 
 def token_path(store: str | os.PathLike[str]) -> Path:
@@ -96,9 +92,7 @@ def load_token(path: Path, environ: dict[str, str] | None = None) -> tuple[str, 
         finally:
             os.close(fd)
     try:
-        text = read_private_file(path, "the token file").decode("utf-8")
-    except PrivateFileError as exc:
-        raise TokenError(str(exc), _KIND_CODES.get(exc.kind, TokenError.code)) from None
+        text = TokenError.read_file(path, "the token file").decode("utf-8")
     except UnicodeDecodeError:
         raise TokenError(f"the token file {path} is not UTF-8 text") from None
     return _check_token(text, str(path)), path

@@ -256,16 +256,12 @@ def _signin_paths() -> dict[str, Any]:
     }
 
 
-@cache
-def openapi() -> dict[str, Any]:
-    """The OpenAPI 3.1 document (built once; treat it as read-only)."""
-    _, components = msgspec.json.schema_components((*_BODY_TYPES, *_tool_types()), ref_template=REF)
+def _catalog_paths() -> dict[str, Any]:
+    """``GET /v1/tasks``: the catalog of every session's tasks, a page at a time."""
     limit = {"type": "integer", "minimum": 1, "maximum": MAX_CATALOG_PAGE}
     per_page = f"Entries per page, 1-{MAX_CATALOG_PAGE} (default {DEFAULT_CATALOG_PAGE})."
     statuses = {"enum": list(CATALOG_STATUSES)}
-    paths: dict[str, Any] = {
-        **_tool_paths(),
-        **_signin_paths(),
+    return {
         "/v1/tasks": {
             "get": _op(
                 "catalog",
@@ -280,6 +276,12 @@ def openapi() -> dict[str, Any]:
                 ],
             )
         },
+    }
+
+
+def _session_task_paths() -> dict[str, Any]:
+    """A session's tasks: the list, one task's history, and one task (read, update, delete)."""
+    return {
         "/v1/sessions/{sessionId}/tasks": {
             "get": _op(
                 "list",
@@ -335,7 +337,12 @@ def openapi() -> dict[str, Any]:
                 errors=(*_COMMON, "404"),
             ),
         },
-        **_pause_paths(),
+    }
+
+
+def _rule_paths() -> dict[str, Any]:
+    """A task's next targets (``explain``) and a rule's, before it is stored (``preview``)."""
+    return {
         "/v1/tasks/{id}/explain": {
             "get": _op(
                 "explain",
@@ -363,6 +370,12 @@ def openapi() -> dict[str, Any]:
                 body=_ref(PreviewBody),
             )
         },
+    }
+
+
+def _service_paths() -> dict[str, Any]:
+    """The change event stream and the two open probes, ``/healthz`` and ``/readyz``."""
+    return {
         "/v1/events": {
             "get": _op(
                 "events",
@@ -403,6 +416,27 @@ def openapi() -> dict[str, Any]:
             )
         },
     }
+
+
+#: The document's paths, in its order: each builder gives a group of them.
+_PATH_GROUPS: Final = (
+    _tool_paths,
+    _signin_paths,
+    _catalog_paths,
+    _session_task_paths,
+    _pause_paths,
+    _rule_paths,
+    _service_paths,
+)
+
+
+@cache
+def openapi() -> dict[str, Any]:
+    """The OpenAPI 3.1 document (built once; treat it as read-only)."""
+    _, components = msgspec.json.schema_components((*_BODY_TYPES, *_tool_types()), ref_template=REF)
+    paths: dict[str, Any] = {}
+    for group in _PATH_GROUPS:
+        paths.update(group())
     return {
         "openapi": "3.1.0",
         "info": {

@@ -5,6 +5,10 @@ The file is opened with ``O_NOFOLLOW | O_NONBLOCK``, so a symlink is refused and
 hang start-up, then checked on the open descriptor (no race between check and read): it must
 be a regular file, owned by the serving user or by root, and not accessible to the group or
 others. Each refusal has its own :attr:`PrivateFileError.kind`.
+
+:class:`StartupError` is the base of the token's and the webhook secret's errors: each names
+its start-up code and the codes of the refusal kinds, and :meth:`StartupError.read_file`
+reads a private file with them.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Final
+from collections.abc import Mapping
+from typing import ClassVar, Final
 
-__all__ = ["MAX_PRIVATE_BYTES", "PrivateFileError", "read_private_file"]
+__all__ = ["MAX_PRIVATE_BYTES", "PrivateFileError", "StartupError", "read_private_file"]
 
 #: A token or secret file is small; more than this is not one.
 MAX_PRIVATE_BYTES: Final = 64 * 1024
@@ -61,3 +66,25 @@ def read_private_file(path: str | os.PathLike[str], what: str) -> bytes:
     if len(data) > MAX_PRIVATE_BYTES:
         raise PrivateFileError("read", f"{what} {path} is longer than {MAX_PRIVATE_BYTES} bytes")
     return data
+
+
+class StartupError(Exception):
+    """A token, secret or setting ``host serve`` cannot use: it refuses to start with the
+    error's ``code``. A subclass sets ``code`` and ``kind_codes``, the codes of the
+    :attr:`PrivateFileError.kind` values that have their own (any other kind gives ``code``)."""
+
+    code: str
+    kind_codes: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @classmethod
+    def read_file(cls, path: str | os.PathLike[str], what: str) -> bytes:
+        """:func:`read_private_file`, its refusal raised as this error with its kind's code."""
+        try:
+            return read_private_file(path, what)
+        except PrivateFileError as exc:
+            raise cls(str(exc), cls.kind_codes.get(exc.kind, cls.code)) from None

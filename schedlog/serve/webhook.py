@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Final
+from typing import ClassVar, Final
 from urllib.parse import urlsplit
 
 from schedlog.host.retry import Backoff
 from schedlog.rules.instants import format_instant
 from schedlog.serve.bodies import RetryState
-from schedlog.serve.secrets import PrivateFileError, read_private_file
+from schedlog.serve.secrets import StartupError
 from schedlog.serve.state import RetryLookup
 
 __all__ = ["SECRET_ENV", "SecretError", "check_url", "load_secret", "retry_lookup"]
@@ -20,19 +20,15 @@ __all__ = ["SECRET_ENV", "SecretError", "check_url", "load_secret", "retry_looku
 SECRET_ENV: Final = "SCHEDLOG_WEBHOOK_SECRET"
 
 
-class SecretError(Exception):
+class SecretError(StartupError):
     """The webhook secret or URL cannot be used (code ``webhook-config``)."""
 
     code = "webhook-config"
-
-    def __init__(self, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-
-
-#: A secret file that is a symlink, FIFO... or owned by another user has its own code.
-_KIND_CODES: Final = {"type": "webhook-secret-type", "owner": "webhook-secret-owner"}
+    #: A secret file that is a symlink, FIFO... or owned by another user has its own code.
+    kind_codes: ClassVar[Mapping[str, str]] = {
+        "type": "webhook-secret-type",
+        "owner": "webhook-secret-owner",
+    }
 
 
 def check_url(url: str) -> str:
@@ -47,10 +43,7 @@ def load_secret(path: str | None, environ: Mapping[str, str] | None = None) -> b
     ``SCHEDLOG_WEBHOOK_SECRET``; at least 16 bytes."""
     env = os.environ if environ is None else environ
     if path is not None:
-        try:
-            secret = read_private_file(path, "the webhook secret file").strip()
-        except PrivateFileError as exc:
-            raise SecretError(str(exc), _KIND_CODES.get(exc.kind, SecretError.code)) from None
+        secret = SecretError.read_file(path, "the webhook secret file").strip()
         where = path
     elif env.get(SECRET_ENV):
         secret, where = env[SECRET_ENV].strip().encode("utf-8"), SECRET_ENV

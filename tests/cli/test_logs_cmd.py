@@ -422,7 +422,8 @@ def test_human_repair(
 def test_replay_report_formats_every_target_as_to_json_does(tmp_path: Path) -> None:
     # replay_report formats the targets of the whole active set at once (format_instants):
     # the same text as each record's to_json, over many days, times and kinds.
-    from schedlog.cli._logs import check_session_log, replay_report
+    from schedlog.cli._logs import check_session_log
+    from schedlog.cli._replay import replay_report
     from schedlog.rules.instants import format_instant, parse_canonical_instant
 
     start = parse_canonical_instant("0001-01-01T00:00:00.000Z")
@@ -438,3 +439,22 @@ def test_replay_report_formats_every_target_as_to_json_does(tmp_path: Path) -> N
     check = check_session_log(str(path))
     assert check.state is not None and len(check.state.active) == 300
     assert replay_report(check, None)["active"] == [r.to_json() for r in check.state.active]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "UTF8", "ascii", "latin-1"])
+def test_replay_json_bytes_are_the_text_layers_bytes(encoding: str) -> None:
+    # write_json_bytes writes to stdout's buffer only when the text layer would write UTF-8;
+    # otherwise (here: non-ASCII escaped or refused) it goes through the text layer.
+    from schedlog.cli._replay import write_json_bytes
+    from schedlog.cli.common import write_json_line
+
+    value = {"active": [{"id": "é-1", "prompt": "会议 \ud800 x"}], "n": 1}
+    results = []
+    for write in (write_json_bytes, write_json_line):
+        raw = io.BytesIO()
+        out = io.TextIOWrapper(raw, encoding=encoding, errors="backslashreplace")
+        out.write("before\n")
+        write(value, out)
+        out.flush()
+        results.append(raw.getvalue())
+    assert results[0] == results[1]

@@ -109,17 +109,18 @@ def test_a_stolen_lease_is_neither_extended_nor_committed(store: PostgresTaskSto
 def test_a_host_whose_lease_was_taken_appends_nothing(
     store: PostgresTaskStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The lease is stolen between the claim and the send: the session gets nothing."""
+    """The lease is stolen between the batched claim and the send: the session gets
+    nothing (the lease check before a session's append, schedlog/host/batch_claims.py)."""
     _due(store, "schedule-1")
-    claim = store.claim_due
+    claim = store.claim_batch
 
     def claim_then_lose(*args: Any, **kwargs: Any) -> Any:
         out = claim(*args, **kwargs)
-        for st in out:
+        for st in out.tasks:
             _steal(store.url, st.task.id)
         return out
 
-    monkeypatch.setattr(store, "claim_due", claim_then_lose)
+    monkeypatch.setattr(store, "claim_batch", claim_then_lose)
     sessions = MemorySessions()
 
     async def main() -> None:

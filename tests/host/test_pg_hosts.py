@@ -30,6 +30,7 @@ from tests.pg import pg_store, sql
 
 psycopg = pg.require_psycopg()
 
+from schedlog.host.stores.pg_batch import ClaimBatch  # noqa: E402
 from schedlog.host.stores.pg_rows import StoreConflictError  # noqa: E402
 from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402
 
@@ -112,7 +113,7 @@ def test_a_tick_delivers_its_claim_while_another_claim_scan_holds_the_row_locks(
         setup.insert(task(f"schedule-{i}", session=f"s-{i}", after_seconds=60))
     setup.close()
     host = pg_store(url)
-    claim = host.claim_due
+    claim = host.claim_batch  # what a host delivering to session logs claims with
     claims: list[int] = []
 
     def claim_beside_a_scan(now: int, excluded: Any = ()) -> Any:
@@ -122,10 +123,10 @@ def test_a_tick_delivers_its_claim_while_another_claim_scan_holds_the_row_locks(
             with psycopg.connect(url) as scan:  # a transaction, open until the block ends
                 scan.execute("SELECT seq FROM schedlog_tasks FOR UPDATE")
                 found = claim(now, excluded)
-        claims.append(len(found))
+        claims.append(len(found.tasks))
         return found
 
-    monkeypatch.setattr(host, "claim_due", claim_beside_a_scan)
+    monkeypatch.setattr(host, "claim_batch", claim_beside_a_scan)
 
     async def main() -> int:
         sessions = SessionsDirectory(tmp_path / "sessions")
@@ -242,13 +243,19 @@ def test_host_that_died_after_the_followup_is_taken_over_without_a_duplicate(
 
     dying = pg_store(url)
 
-    def crash(task: Any) -> None:
+    def crash(batch: Any, tasks: Any) -> None:
         raise ConnectionError("host killed after the follow-up")
 
-    monkeypatch.setattr(dying, "commit_claimed", crash)
-    monkeypatch.setattr(dying, "release", lambda ids: None)  # a dead host releases nothing
-    monkeypatch.setattr(dying, "close", lambda: (dying._pool.close(), dying._lock.close()))
-    assert asyncio.run(host(dying)) == []  # the follow-up was appended, the commit was not
+    def die(batch: Any) -> None:  # a dead host releases nothing: its connection just drops
+        batch.closed = True
+        batch.conn.close()
+        dying._pool.putconn(batch.conn)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ClaimBatch, "commit", crash)
+        patch.setattr(ClaimBatch, "close", die)
+        patch.setattr(dying, "close", lambda: (dying._pool.close(), dying._lock.close()))
+        assert asyncio.run(host(dying)) == []  # the follow-up was appended, not committed
     assert len(followup_members(sessions_dir)) == 1
     owner = sql(url, "SELECT lease_owner FROM schedlog_tasks")[0][0]
     assert owner == dying.owner
@@ -450,9 +457,12 @@ def deliver_on(url: str, sessions: MemorySessions, host: Any = None) -> int:
     return asyncio.run(main())
 
 
-def test_a_pause_on_another_host_between_claim_and_delivery_sends_nothing(url: str) -> None:
-    """Host A claims the due task; host B pauses it before A's delivery takes the session's
-    lock. A's delivery re-reads the row under the lock, finds it paused and sends nothing."""
+def test_a_pause_on_another_host_between_claim_and_delivery_sends_nothing(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Host A claims the due task (the one-group claim, without the session's lock); host B
+    pauses it before A's delivery takes the session's lock. A's delivery re-reads the row
+    under the lock, finds it paused and sends nothing."""
     setup = pg_store(url)
     setup.insert(task("schedule-1", every_seconds=600))
     setup.close()
@@ -467,6 +477,9 @@ def test_a_pause_on_another_host_between_claim_and_delivery_sends_nothing(url: s
         return found
 
     host.claim_due = claim_then_pause_elsewhere
+    # The one-group path (a batched claim holds the session's lock from the claim on, so a
+    # pause elsewhere waits for its delivery: tests/host/test_pg_batch.py).
+    monkeypatch.setattr("schedlog.host.service.claims_batchable", lambda core: False)
     sessions = MemorySessions()
     assert deliver_on(url, sessions, host) == 0
     assert paused and paused[0]["changed"] is True

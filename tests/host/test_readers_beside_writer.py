@@ -236,8 +236,10 @@ def test_a_writer_that_starts_during_a_read_makes_the_read_start_again(
     real = sqlite_validate.validate_sqlite
     calls: list[int] = []
 
-    def racing(path: Path, tasks: list[object] | None = None) -> int:
-        count = real(path, tasks)  # type: ignore[arg-type]
+    def racing(
+        path: Path, tasks: list[object] | None = None, targets: list[object] | None = None
+    ) -> int:
+        count = real(path, tasks, targets)  # type: ignore[arg-type]
         calls.append(count)
         if len(calls) == 1:  # a service starts and writes once the file was read
             started = SqliteTaskStore.open(store)  # its own validation is call 2

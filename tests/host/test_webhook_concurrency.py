@@ -53,6 +53,7 @@ def run(
     body: Callable[[HostService, VirtualClock], Awaitable[None]],
     *,
     concurrency: int = 16,
+    post: Callable[[Outgoing], Awaitable[None]] | None = None,
 ) -> None:
     async def main() -> None:
         clock = VirtualClock(T0)
@@ -62,7 +63,7 @@ def run(
             WebhookSessions(),
             clock,
             task_ids=lambda: next(ids),
-            post=receiver.post,
+            post=receiver.post if post is None else post,
             backoff=Backoff(1_000, 4_000),
             post_concurrency=concurrency,
         )

@@ -49,10 +49,15 @@ def garbage(work: Work) -> Callable[[], bytes | None]:
 
 
 def split_check(
-    data: bytes, chunk: int, after_line: int, split: Any = now
+    data: bytes,
+    chunk: int,
+    after_line: int,
+    split: Any = now,
+    targets: list[str | None] | None = None,
 ) -> tuple[Any, list[bool]]:
     """The fast path's result with the log split after the header and ``after_line`` events
-    (at or past the last line end: not split), and whether each join used the tail's result."""
+    (at or past the last line end: not split), and whether each join used the tail's result;
+    the target texts kept in ``targets`` when given."""
     ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
     joins: list[bool] = []
     real_join = ChunkFold.join
@@ -70,7 +75,9 @@ def split_check(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(fastcheck, "_middle", middle)
         patch.setattr(ChunkFold, "join", join)
-        result = fast_check_bytes(data, file="f", chunk=chunk, split=split, min_split=0)
+        result = fast_check_bytes(
+            data, file="f", chunk=chunk, split=split, min_split=0, targets=targets
+        )
     return result, joins
 
 

@@ -28,7 +28,7 @@ __all__ = ["CLAIM_LIMIT", "PgClaims"]
 #: Rows claimed per query (plus the other due rows of their sessions).
 CLAIM_LIMIT: Final = 200
 #: Seed of the session advisory-lock hash (``hashtextextended``).
-SESSION_SEED: Final = 0x5C4ED1
+SESSION_SEED: Final = q.SESSION_SEED
 
 
 class PgClaims(PgConnection):
@@ -36,6 +36,9 @@ class PgClaims(PgConnection):
 
     #: Claims that took a task over from another host's lease (schedlog_lease_takeovers_total).
     lease_takeovers: int = 0
+    #: The connection of the open batched claim and the sessions it holds locked
+    #: (:mod:`~schedlog.host.stores.pg_batch`), if any.
+    _batch_locks: tuple[psycopg.Connection[Any], set[str]] | None = None
 
     def _excluded(self, excluded: Iterable[str]) -> list[str]:
         return [*self._invalid, *(k for k in excluded if storable(k))]
@@ -73,33 +76,7 @@ class PgClaims(PgConnection):
                 (now, self.owner, skip, limit),
             ).fetchall()
             out = self._decoded(rows)
-            # Only a recurring task's group takes the session's other due recurring tasks
-            # (one batch follow-up); a one-shot is a group of its own. Those are found without
-            # a lock first, so that no row this claim does not take is locked by it.
-            sessions = sorted(
-                {st.task.session_id for st, _ in out if not st.task.record.is_one_shot}
-            )
-            if sessions:
-                picked = [st.seq for st, _ in out]
-                candidates = c.execute(
-                    q.SESSION_DUE_CANDIDATES,
-                    (now, self.owner, sessions, skip, picked),
-                ).fetchall()
-                recurring = [
-                    st.seq for st, _ in self._decoded(candidates) if not st.task.record.is_one_shot
-                ]
-                if recurring:
-                    more = c.execute(
-                        q.CLAIM_SEQS,
-                        (recurring, now, self.owner),
-                    ).fetchall()
-                    out.extend(self._decoded(more))
-            if out:
-                previous = c.execute(
-                    q.LEASE,
-                    (self.owner, self.lease_ms / 1000, [st.seq for st, _ in out]),
-                ).fetchall()
-                taken[0] = sum(1 for (was,) in previous if was is not None and was != self.owner)
+            taken[0] = self._lease_with_recurring(c, out, now, skip)
             return out
 
         claimed = self._write(run)
@@ -107,6 +84,43 @@ class PgClaims(PgConnection):
         for st, version in claimed:
             self._claimed[st.task.id] = version
         return sorted((st for st, _ in claimed), key=lambda st: st.seq)
+
+    def _lease_with_recurring(
+        self,
+        c: psycopg.Connection[Any],
+        out: list[tuple[StoredTask, int]],
+        now: int,
+        skip: list[str],
+    ) -> int:
+        """Add to ``out`` the other due recurring tasks of the sessions of its recurring ones,
+        then lease every row of ``out`` (in the claim's transaction). Returns how many rows
+        were another host's lease (taken over)."""
+        # Only a recurring task's group takes the session's other due recurring tasks
+        # (one batch follow-up); a one-shot is a group of its own. Those are found without
+        # a lock first, so that no row this claim does not take is locked by it.
+        sessions = sorted({st.task.session_id for st, _ in out if not st.task.record.is_one_shot})
+        if sessions:
+            picked = [st.seq for st, _ in out]
+            candidates = c.execute(
+                q.SESSION_DUE_CANDIDATES,
+                (now, self.owner, sessions, skip, picked),
+            ).fetchall()
+            recurring = [
+                st.seq for st, _ in self._decoded(candidates) if not st.task.record.is_one_shot
+            ]
+            if recurring:
+                more = c.execute(
+                    q.CLAIM_SEQS,
+                    (recurring, now, self.owner),
+                ).fetchall()
+                out.extend(self._decoded(more))
+        if not out:
+            return 0
+        previous = c.execute(
+            q.LEASE,
+            (self.owner, self.lease_ms / 1000, [st.seq for st, _ in out]),
+        ).fetchall()
+        return sum(1 for (was,) in previous if was is not None and was != self.owner)
 
     def _decoded(self, rows: list[Row]) -> list[tuple[StoredTask, int]]:
         """The rows that decode, with their versions; the others are reported and remembered
@@ -206,7 +220,16 @@ class PgClaims(PgConnection):
         id, on a connection of its own) around a delivery, so that two hosts never append to
         one session log at once. Released when the block ends or the connection drops; the
         :meth:`extend_leases` that precedes each send runs on this connection, so a delivery
-        whose lock was lost sends nothing."""
+        whose lock was lost sends nothing. A session the open batched claim holds locked is
+        held on that claim's connection already (the FIFO runs one of them at a time)."""
+        held = self._batch_locks
+        if held is not None and session_id in held[1]:
+            self._session_conn = held[0]
+            try:
+                yield
+            finally:
+                self._session_conn = None
+            return
         with self._pool.connection(timeout=deadline_s()) as conn:
             # Bounded while taking the lock only: the delivery it guards may take long.
             with bounded(conn, "the session lock"):

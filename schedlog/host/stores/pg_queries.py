@@ -139,3 +139,59 @@ SESSION_LOCK_KEY: Final = "SELECT hashtextextended(%s, %s)"
 SESSION_LOCK: Final = "SELECT pg_advisory_lock(%s)"
 SESSION_UNLOCK: Final = "SELECT pg_advisory_unlock(%s)"
 LISTEN: Final = f"LISTEN {NOTIFY_CHANNEL}"
+
+# --- batched claims (schedlog.host.stores.pg_batch) -----------------------------------------
+
+#: Seed of the session advisory-lock hash (``hashtextextended``).
+SESSION_SEED: Final = 0x5C4ED1
+#: The keys of every advisory lock held now (a ``bigint`` key is shown as its high half in
+#: ``classid`` and its low half in ``objid``, with ``objsubid`` 1).
+_HELD_LOCKS: Final = (
+    "ARRAY(SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks "
+    "WHERE locktype = 'advisory' AND objsubid = 1 AND granted)"
+)
+#: The sessions with due rows that no lease and no session lock holds, with how many each
+#: has, the session of the earliest due row first (parameters: now, owner, excluded ids,
+#: seed, limit). No row is locked.
+BATCH_SESSIONS: Final = (
+    f"SELECT session_id, count(*) FROM schedlog_tasks WHERE status = 'active' "
+    f"AND next_at <= %s AND {_FREE} AND NOT (id = ANY(%s)) "
+    f"AND NOT (hashtextextended(session_id, %s) = ANY({_HELD_LOCKS})) "
+    "GROUP BY session_id ORDER BY min(next_at), min(seq) LIMIT %s"
+)
+#: Try each session's lock on this connection: the sessions locked (parameters: seed, ids).
+BATCH_TRY_LOCKS: Final = (
+    "SELECT s FROM unnest(%s::text[]) AS s WHERE pg_try_advisory_lock(hashtextextended(s, %s))"
+)
+BATCH_UNLOCK: Final = (
+    "SELECT pg_advisory_unlock(hashtextextended(s, %s)) FROM unnest(%s::text[]) AS s"
+)
+BATCH_UNLOCK_ALL: Final = "SELECT pg_advisory_unlock_all()"
+#: :data:`CLAIM_DUE` and :data:`LEASE` in one statement, inside the sessions locked: the rows
+#: claimed and each one's previous lease owner (parameters: now, owner, excluded, sessions,
+#: limit, owner, lease seconds).
+BATCH_CLAIM: Final = (
+    "WITH picked AS (SELECT seq, lease_owner AS previous FROM schedlog_tasks "
+    f"WHERE status = 'active' AND next_at <= %s AND {_FREE} AND NOT (id = ANY(%s)) "
+    "AND session_id = ANY(%s) ORDER BY next_at, seq LIMIT %s FOR UPDATE SKIP LOCKED) "
+    "UPDATE schedlog_tasks AS t SET lease_owner = %s, "
+    "lease_until = now() + make_interval(secs => %s) FROM picked WHERE t.seq = picked.seq "
+    "RETURNING t.seq, t.id, t.session_id, t.status, t.next_at, t.version, t.body, "
+    "picked.previous"
+)
+BATCH_READ: Final = f"SELECT {COLUMNS} FROM schedlog_tasks WHERE id = ANY(%s)"
+#: The ids of ``ids`` this host still leases with at least ``secs`` left (a read: no WAL).
+BATCH_LEASED: Final = (
+    "SELECT id FROM schedlog_tasks WHERE id = ANY(%s) AND lease_owner = %s "
+    "AND lease_until > now() + make_interval(secs => %s)"
+)
+#: A batch's delivery commits in one statement: each row only at the version claimed and
+#: while this host's lease holds (:data:`COMMIT_CLAIMED` for many rows).
+BATCH_COMMIT: Final = (
+    "UPDATE schedlog_tasks AS t SET status = u.status, next_at = u.next_at, body = u.body, "
+    "version = t.version + 1, lease_owner = NULL, lease_until = NULL "
+    "FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[], %s::bigint[]) "
+    "AS u(id, session_id, status, next_at, body, version) "
+    "WHERE t.id = u.id AND t.session_id = u.session_id AND t.version = u.version "
+    "AND t.lease_owner = %s AND t.lease_until > now()"
+)

@@ -33,6 +33,7 @@ from psycopg_pool import ConnectionPool
 from schedlog.host.stores import pg_queries as q
 from schedlog.host.stores.base import CatalogKey, StoredTask, StoreWriteError
 from schedlog.host.stores.pg_admin import check_version
+from schedlog.host.stores.pg_batch import BATCH_CLAIM_LIMIT, ClaimBatch
 from schedlog.host.stores.pg_claims import PgClaims
 from schedlog.host.stores.pg_conn import configure
 from schedlog.host.stores.pg_deadline import check_connection
@@ -94,6 +95,13 @@ class PostgresTaskStore(PgClaims):
             lock.close()
             raise
         return cls(url, pool, lock, owner)
+
+    def claim_batch(
+        self, now: int, excluded: Iterable[str] = (), limit: int = BATCH_CLAIM_LIMIT
+    ) -> ClaimBatch:
+        """Claim up to ``limit`` due tasks under their sessions' locks for one batched
+        delivery (:mod:`~schedlog.host.stores.pg_batch`); close the batch when it is done."""
+        return ClaimBatch.claim(self, now, self._excluded(excluded), limit)
 
     def ping(self) -> None:
         """One round trip to the server (``/readyz``), bounded like every query; raises when

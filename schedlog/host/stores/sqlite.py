@@ -144,6 +144,9 @@ class SqliteTaskStore:
         meta = dict(conn.execute("SELECT key, value FROM schedlog_meta").fetchall())
         #: Whether the store holds paused tasks (:class:`~schedlog.host.stores.base.HoldsPause`).
         self.pausable = schedlog_schema(meta) >= PAUSE_SCHEMA
+        #: The timer-index keys read while the store was validated at open, handed once to
+        #: :meth:`active_targets` (so a service reads each row once at start-up).
+        self._open_targets: list[tuple[int, int, str]] | None = None
 
     def _row(self, seq: int, key: str, session_id: str, body: str) -> StoredTask:
         return decode_row(seq, key, session_id, body, pausable=self.pausable)
@@ -159,10 +162,11 @@ class SqliteTaskStore:
                 size = None
             except OSError as exc:
                 raise _malformed(f"cannot read schedule store {path}: {exc}") from None
+            targets: list[tuple[int, int, str]] = []
             if size:
                 # Read-only, and a crash-left write-ahead log is read through a private copy:
                 # even a read-only connection would create or write the -shm index.
-                validate_sqlite_store(path, lock_held=True)
+                validate_sqlite_store(path, lock_held=True, targets=targets)
             else:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
                 os.close(fd)
@@ -186,7 +190,9 @@ class SqliteTaskStore:
         except BaseException:
             lock.release()
             raise
-        return cls(path, conn, writer, lock)
+        store = cls(path, conn, writer, lock)
+        store._open_targets = targets
+        return store
 
     # reads
     def tasks(self) -> Iterator[StoredTask]:
@@ -232,7 +238,14 @@ class SqliteTaskStore:
         that does not read) is decoded, as ``tasks()`` would. The rows are collected before
         they are returned, so that if SQLite's JSON parser ever refused a body that the strict
         decoder accepted at open, every task is decoded instead.
+
+        The first call after open, before any write through this store, returns the keys read
+        by the validation at open instead (the store lock was held from that read on, and a
+        write would show in the writer's ``total_changes``).
         """
+        opened, self._open_targets = self._open_targets, None
+        if opened is not None and self._writer.total_changes == 0:
+            return iter(opened)
         out: list[tuple[int, int, str]] = []
         try:
             for seq, key, text, escaped in self._conn.execute(_ACTIVE_TARGETS):
@@ -383,6 +396,7 @@ class SqliteTaskStore:
         return True
 
     def close(self) -> None:
+        self._open_targets = None
         if self._lock is not None:
             self._writer.close()
             self._conn.close()

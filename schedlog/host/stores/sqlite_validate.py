@@ -29,8 +29,8 @@ from typing import Final
 
 from schedlog.errors import StoreOpenError
 from schedlog.host.stores.base import StoredTask
-from schedlog.host.task import InvalidTaskError, decode_task
-from schedlog.strictjson import JSONSyntaxError, loads_strict
+from schedlog.host.stores.sqlite_load import decode_row, load_rows
+from schedlog.host.task_typed import TimerKey
 
 __all__ = [
     "PAUSE_SCHEMA",
@@ -105,34 +105,28 @@ def schedlog_schema(meta: dict[str, str]) -> int:
     return PAUSE_SCHEMA
 
 
-def decode_row(
-    seq: int, key: str, session_id: str, body: str, *, pausable: bool = False
-) -> StoredTask:
-    try:
-        value = loads_strict(body.encode("utf-8", "surrogatepass"))
-    except JSONSyntaxError as exc:
-        raise InvalidTaskError(f"schedule task body is not valid JSON: {exc.message}") from None
-    task = decode_task(key, value, pausable=pausable)
-    if session_id != task.session_id:
-        raise InvalidTaskError(
-            f"schedule task session_id {session_id!r} differs from sessionId {task.session_id!r}"
-        )
-    return StoredTask(seq, task)
-
-
-def validate_sqlite(path: Path, tasks: list[StoredTask] | None = None) -> int:
+def validate_sqlite(
+    path: Path, tasks: list[StoredTask] | None = None, targets: list[TimerKey] | None = None
+) -> int:
     """Validate an existing, non-empty SQLite store read-only; the number of tasks. When
-    ``tasks`` is a list, the decoded tasks are appended to it in storage order.
+    ``tasks`` is a list, the decoded tasks are appended to it in storage order; when
+    ``targets`` is, the timer-index keys of the active, unpaused tasks in storage order
+    (:func:`~schedlog.host.stores.sqlite_load.load_rows`).
 
     Order (docs/protocol.md#open-failures): an SQLite database at all, the meta table and its rows,
     the version (``user_version`` and ``unit.version``), the tasks table, then each row by ``seq``.
-    Without ``tasks``, rows are decoded one at a time and not kept, so validating a large store
-    takes little memory.
+    Without ``tasks``, rows are checked a chunk at a time and not kept, so validating a large
+    store takes little memory.
     """
-    return _read_uri(_read_only_uri(path), path, tasks)
+    return _read_uri(_read_only_uri(path), path, tasks, targets)
 
 
-def _read_uri(uri: str, path: Path, tasks: list[StoredTask] | None) -> int:
+def _read_uri(
+    uri: str,
+    path: Path,
+    tasks: list[StoredTask] | None,
+    targets: list[TimerKey] | None = None,
+) -> int:
     """Validate (and collect) the store through a read-only connection to ``uri``, every query
     in one read transaction, so that a writer's commits in between are never half seen."""
     try:
@@ -142,7 +136,7 @@ def _read_uri(uri: str, path: Path, tasks: list[StoredTask] | None) -> int:
     try:
         try:
             conn.execute("BEGIN")  # deferred: the first SELECT starts the read transaction
-            return _validate_connection(conn, tasks)
+            return _validate_connection(conn, tasks, targets)
         except sqlite3.Error as exc:
             message = f"schedule store {path} is not a readable SQLite database: {exc}"
             raise _malformed(message) from None
@@ -150,7 +144,9 @@ def _read_uri(uri: str, path: Path, tasks: list[StoredTask] | None) -> int:
         conn.close()  # a read transaction needs no commit; closing ends it
 
 
-def _validate_connection(conn: sqlite3.Connection, tasks: list[StoredTask] | None) -> int:
+def _validate_connection(
+    conn: sqlite3.Connection, tasks: list[StoredTask] | None, targets: list[TimerKey] | None
+) -> int:
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     if "schedlog_meta" not in names or _columns(conn, "schedlog_meta") != _META_COLUMNS:
         raise _malformed("schedule store has no schedlog_meta table")
@@ -167,19 +163,7 @@ def _validate_connection(conn: sqlite3.Connection, tasks: list[StoredTask] | Non
     pausable = schedlog_schema(meta) >= PAUSE_SCHEMA
     if "tasks" not in names or _columns(conn, "tasks") != _TASK_COLUMNS:
         raise _malformed("schedule store has no tasks table")
-    rows = conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq")
-    count = 0
-    for seq, key, session_id, body in rows:
-        try:
-            if not all(isinstance(v, str) for v in (key, session_id, body)):
-                raise InvalidTaskError("schedule task columns must be text")
-            stored = decode_row(seq, key, session_id, body, pausable=pausable)
-        except InvalidTaskError as exc:
-            raise StoreOpenError("invalid-record", f"task {key!r}: {exc.message}") from None
-        if tasks is not None:
-            tasks.append(stored)
-        count += 1
-    return count
+    return load_rows(conn, pausable=pausable, tasks=tasks, targets=targets)
 
 
 def _pending_logs(path: Path) -> list[Path]:
@@ -211,7 +195,10 @@ def _signature(paths: list[Path]) -> _Signature:
 
 
 def _validate_sqlite_snapshot(
-    path: Path, logs: list[Path], tasks: list[StoredTask] | None = None
+    path: Path,
+    logs: list[Path],
+    tasks: list[StoredTask] | None = None,
+    targets: list[TimerKey] | None = None,
 ) -> int:
     """Validate a copy of the database and its pending log(s) in a private directory.
 
@@ -240,7 +227,7 @@ def _validate_sqlite_snapshot(
             )
         try:
             _recover(copy)
-            return validate_sqlite(copy, tasks)
+            return validate_sqlite(copy, tasks, targets)
         except StoreOpenError as exc:  # name the store, not the private copy
             raise StoreOpenError(exc.code, exc.message.replace(str(copy), str(path))) from None
 
@@ -293,50 +280,74 @@ def _live_uri(path: Path) -> str | None:
     return f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
 
 
-def _read_store(path: Path, tasks: list[StoredTask] | None, *, probe: bool) -> int:
+def _read_store(
+    path: Path,
+    tasks: list[StoredTask] | None,
+    *,
+    probe: bool,
+    targets: list[TimerKey] | None = None,
+) -> int:
     if check_regular_file(path) == 0:
         return 0  # open_store initializes a zero-length file as an empty store
     for _ in range(_SNAPSHOT_ATTEMPTS):
         got: list[StoredTask] | None = None if tasks is None else []
+        keys: list[TimerKey] | None = None if targets is None else []
         live = _live_uri(path) if probe and writer_holds(path) else None
         if live is not None:
             try:
-                count = _read_uri(live, path, got)
+                count = _read_uri(live, path, got, keys)
             except StoreOpenError:
                 if writer_holds(path):
                     raise
                 continue  # the service stopped (and removed its log) under the read
-            if tasks is not None and got is not None:
-                tasks.extend(got)
+            _keep(tasks, got, targets, keys)
             return count
         files = _companions(path)
         before = _signature(files)
         try:
             logs = _pending_logs(path)
             count = (
-                _validate_sqlite_snapshot(path, logs, got) if logs else validate_sqlite(path, got)
+                _validate_sqlite_snapshot(path, logs, got, keys)
+                if logs
+                else validate_sqlite(path, got, keys)
             )
         except StoreOpenError:
             if not probe or _signature(files) == before:
                 raise
             continue  # the files changed under the read: a service started; read again
         if not probe or _signature(files) == before:
-            if tasks is not None and got is not None:
-                tasks.extend(got)
+            _keep(tasks, got, targets, keys)
             return count
     raise _malformed(
         f"schedule store {path} kept changing while it was read; is a service starting on it?"
     )
 
 
-def validate_sqlite_store(path: Path, *, lock_held: bool = False) -> int:
+def _keep(
+    tasks: list[StoredTask] | None,
+    got: list[StoredTask] | None,
+    targets: list[TimerKey] | None,
+    keys: list[TimerKey] | None,
+) -> None:
+    """What a read that counted collected, into the caller's lists."""
+    if tasks is not None and got is not None:
+        tasks.extend(got)
+    if targets is not None and keys is not None:
+        targets.extend(keys)
+
+
+def validate_sqlite_store(
+    path: Path, *, lock_held: bool = False, targets: list[TimerKey] | None = None
+) -> int:
     """Validate the SQLite store at ``path`` without modifying, creating or locking any file;
     the number of tasks. Beside a service that holds the store, in one WAL read transaction;
     a store with a pending log and no service is validated on a private copy.
 
     ``lock_held``: the caller holds the store lock itself (a service opening the store), so no
-    other writer can be live and a crash-left log is always read through a private copy."""
-    return _read_store(path, None, probe=not lock_held)
+    other writer can be live and a crash-left log is always read through a private copy.
+    ``targets``: the timer-index keys of the store's active, unpaused tasks are appended
+    (in storage order)."""
+    return _read_store(path, None, probe=not lock_held, targets=targets)
 
 
 def read_sqlite_tasks(path: Path) -> list[StoredTask]:

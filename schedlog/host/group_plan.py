@@ -1,0 +1,85 @@
+"""What one delivery group will do, decided before anything is sent
+(docs/protocol.md#host-delivery): the due members and their decisions, each member's message
+id, and the follow-up to send (:class:`Outgoing`), if any. :class:`~schedlog.host.core.HostCore`
+plans a group in its FIFO slot, then sends and commits the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import structlog
+
+from schedlog.delivery_plan import plan_delivery
+from schedlog.diagnostics import recovered_fields
+from schedlog.eventlog.followups import build_followup
+from schedlog.framing import FramedReminder
+from schedlog.host.delivery import Delivered, Group, occurrence
+from schedlog.host.sessions import SessionHandle
+from schedlog.host.stores.base import StoredTask
+from schedlog.protocols import HOST
+from schedlog.rules.decide import Decision
+
+__all__ = ["Outgoing", "Plan", "plan_members"]
+
+_log = structlog.get_logger("schedlog.host")
+
+
+class Outgoing(NamedTuple):
+    """A follow-up about to be sent: the message, its log event, and each member's prompt."""
+
+    delivered: Delivered
+    event: dict[str, Any]
+    prompts: tuple[str, ...]
+
+
+class Plan(NamedTuple):
+    group: Group
+    session: SessionHandle
+    members: list[tuple[StoredTask, Decision]]
+    ids: dict[str, str]
+    outgoing: Outgoing | None
+
+
+def plan_members(
+    group: Group,
+    session: SessionHandle,
+    decision_time: int,
+    get: Callable[[str], StoredTask | None],
+) -> Plan | None:
+    """The plan of ``group`` at ``decision_time`` (``get`` reads its members), or None when
+    no member is due any more."""
+    session_id = group.session_id
+    members: list[tuple[StoredTask, Decision]] = []
+    for task_id in group.ids:
+        st = get(task_id)
+        if (
+            st is None
+            or not st.task.active
+            or st.task.paused
+            or st.task.session_id != session_id
+            or st.task.record.scheduled_at > decision_time
+        ):
+            continue
+        members.append((st, occurrence(st.task, decision_time)))
+    if not members:
+        return None
+    plan = plan_delivery(
+        session_id,
+        [FramedReminder(st.task.id, d.occurrence_at, st.task.record.prompt) for st, d in members],
+        batch=not group.one_shot,
+        delivered=session.delivered,
+    )
+    ids: dict[str, str] = {member.id: mid for member, mid in plan.recovered.items()}
+    for member, held_by in plan.recovered.items():
+        _log.info("delivery.recovered", **recovered_fields(member, held_by))
+    outgoing: Outgoing | None = None
+    if plan.text is not None and plan.message_id is not None:
+        sent_members = plan.members
+        event = build_followup(session_id, sent_members, plan.text, decision_time, protocol=HOST)
+        for member in sent_members:
+            ids[member.id] = plan.message_id
+        delivered = Delivered(session_id, plan.message_id, plan.text, sent_members)
+        outgoing = Outgoing(delivered, event, tuple(f.prompt for f in plan.fresh))
+    return Plan(group, session, members, ids, outgoing)

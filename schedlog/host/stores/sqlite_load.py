@@ -1,0 +1,141 @@
+"""Reading every task row of an SQLite store in one read transaction, strictly validated: the
+row loop of :mod:`schedlog.host.stores.sqlite_validate` (opening a store, ``validate``, the read
+commands).
+
+Two paths give one verdict. :func:`decode_row` with :func:`check_row` is the readable
+reference: each row through the strict JSON reader and :func:`~schedlog.host.task.decode_task`.
+:func:`load_rows` reads the rows a chunk at a time and hands each chunk to the bulk fast path
+:func:`schedlog.host.task_typed.check_rows`; a chunk it does not vouch for goes row by row
+through the reference, so a bad row is reported with the same code, message and row as
+before, and always the first bad row in storage order. ``tests/host/test_sqlite_load.py``
+holds the two paths equal.
+
+Besides the count, :func:`load_rows` collects the timer-index keys ``(scheduledAt, seq, id)``
+of the active, unpaused tasks on request, so that opening a store for a service reads each row
+once (:class:`~schedlog.host.due.LocalTimerIndex` is built from them).
+"""
+
+from __future__ import annotations
+
+import gc
+import sqlite3
+from collections.abc import Iterable
+from typing import Final
+
+from schedlog.errors import StoreOpenError
+from schedlog.host.stores.base import StoredTask
+from schedlog.host.task import InvalidTaskError, decode_task
+from schedlog.host.task_typed import Row, TimerKey, check_rows
+from schedlog.strictjson import JSONSyntaxError, loads_strict
+
+__all__ = ["CHUNK_ROWS", "check_row", "decode_row", "load_rows"]
+
+#: Rows read and checked together by the fast path (a chunk it refuses is read row by row).
+CHUNK_ROWS: Final = 4096
+_ROWS: Final = "SELECT seq, id, session_id, body FROM tasks ORDER BY seq"
+_ROWS_AFTER: Final = "SELECT seq, id, session_id, body FROM tasks WHERE seq > ? ORDER BY seq"
+
+
+def decode_row(
+    seq: int, key: str, session_id: str, body: str, *, pausable: bool = False
+) -> StoredTask:
+    """The stored task of one row (the reference decoder); :class:`InvalidTaskError` naming the
+    failing member."""
+    try:
+        value = loads_strict(body.encode("utf-8", "surrogatepass"))
+    except JSONSyntaxError as exc:
+        raise InvalidTaskError(f"schedule task body is not valid JSON: {exc.message}") from None
+    task = decode_task(key, value, pausable=pausable)
+    if session_id != task.session_id:
+        raise InvalidTaskError(
+            f"schedule task session_id {session_id!r} differs from sessionId {task.session_id!r}"
+        )
+    return StoredTask(seq, task)
+
+
+def check_row(row: Row, *, pausable: bool) -> StoredTask:
+    """One row as the store reads it (any column type), or ``invalid-record`` naming its key."""
+    seq, key, session_id, body = row
+    try:
+        if not (isinstance(key, str) and isinstance(session_id, str) and isinstance(body, str)):
+            raise InvalidTaskError("schedule task columns must be text")
+        return decode_row(seq, key, session_id, body, pausable=pausable)
+    except InvalidTaskError as exc:
+        raise StoreOpenError("invalid-record", f"task {key!r}: {exc.message}") from None
+
+
+def _reference(
+    rows: Iterable[Row],
+    pausable: bool,
+    tasks: list[StoredTask] | None,
+    targets: list[TimerKey] | None,
+) -> int:
+    """The reference loop: every row decoded, the first bad one refused."""
+    count = 0
+    for row in rows:
+        stored = check_row(row, pausable=pausable)
+        if tasks is not None:
+            tasks.append(stored)
+        task = stored.task
+        if targets is not None and task.active and not task.paused:
+            targets.append((task.record.scheduled_at, stored.seq, task.id))
+        count += 1
+    return count
+
+
+def load_rows(
+    conn: sqlite3.Connection,
+    *,
+    pausable: bool,
+    tasks: list[StoredTask] | None = None,
+    targets: list[TimerKey] | None = None,
+) -> int:
+    """Validate every row of ``conn``'s tasks table in storage order; the number of rows.
+
+    ``tasks``: the decoded tasks are appended (read by the reference, which builds them).
+    ``targets``: the timer-index keys of active, unpaused tasks are appended, in storage
+    order. An ``sqlite3.Error`` escapes as it would from the reference loop.
+    """
+    if tasks is not None:
+        return _reference(conn.execute(_ROWS), pausable, tasks, targets)
+    enabled = gc.isenabled()
+    gc.disable()  # millions of rows and keys, none of them in a cycle: no collection passes
+    try:
+        count, keys = _fast_rows(conn, pausable)
+    finally:
+        if enabled:
+            gc.enable()
+    if targets is not None:
+        targets += keys
+    return count
+
+
+def _fast_rows(conn: sqlite3.Connection, pausable: bool) -> tuple[int, list[TimerKey]]:
+    """The count and timer keys, a chunk at a time through the fast path."""
+    keys: list[TimerKey] = []
+    count = 0
+    last_seq: int | None = None
+    cursor = conn.execute(_ROWS)
+    while True:
+        try:
+            chunk: list[Row] = cursor.fetchmany(CHUNK_ROWS)
+        except sqlite3.Error:
+            # A row the driver cannot read (text that is not UTF-8): the reference reads on
+            # from the last row checked, so an earlier bad row of this chunk is reported first.
+            rest = (
+                conn.execute(_ROWS, ())
+                if last_seq is None
+                else conn.execute(_ROWS_AFTER, (last_seq,))
+            )
+            count += _reference(rest, pausable, None, keys)
+            break
+        if not chunk:
+            break
+        vouched = check_rows(chunk, pausable=pausable)
+        if vouched is None:
+            _reference(chunk, pausable, None, keys)
+        else:
+            keys += vouched
+        count += len(chunk)
+        last_seq = chunk[-1][0]
+    return count, keys
