@@ -3,6 +3,7 @@ machine could not run. The derandomized `ci` profile is the default, so the READ
 command gives the same result on every machine; `dev` draws new examples on each run."""
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -50,3 +51,21 @@ def _structlog_defaults() -> object:
     import structlog
 
     structlog.reset_defaults()
+
+
+@pytest.fixture(scope="module")
+def database() -> Iterator[str]:
+    """A fresh PostgreSQL database for one test module, dropped after it (``tests/pg.py``:
+    skips without a server, fails under ``CI=true``). Only tests that ask for it connect."""
+    from tests import pg
+
+    yield from pg.fresh_database()
+
+
+@pytest.fixture
+def url(database: str) -> str:
+    """The module's PostgreSQL database, emptied before each test."""
+    from tests import pg
+
+    pg.reset(database)
+    return database

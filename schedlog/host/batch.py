@@ -61,6 +61,7 @@ __all__ = [
     "ReplacesMany",
     "batchable",
     "chunks",
+    "member_commits",
 ]
 
 #: The most due tasks one batched pass takes (one FIFO slot, one store transaction).
@@ -384,6 +385,21 @@ def _commit_all(
 ) -> list[list[tuple[StoredTask, Task]]]:
     """The run's one store transaction: each plan's members with the tasks their delivery
     commits write (docs/protocol.md#host-delivery step 3.7)."""
+    commits, tasks = member_commits(core, plans, delivered_at)
+    if tasks:
+        store = core.store
+        assert isinstance(store, ReplacesMany)
+        crashpoint("batch.before_commit")
+        store.replace_many(tasks)
+    return commits
+
+
+def member_commits(
+    core: HostCore, plans: Sequence[_Plan], delivered_at: int
+) -> tuple[list[list[tuple[StoredTask, Task]]], list[Task]]:
+    """What committing ``plans`` writes: per plan, each member with the task its delivery
+    commit gives (:func:`commit_member`), and all those tasks in order for one
+    ``replace_many``. Batched runs and the webhook group commit both build it here."""
     commits = [
         [
             (st, commit_member(st.task, d, plan.ids[st.task.id], delivered_at, core.retention))
@@ -391,13 +407,7 @@ def _commit_all(
         ]
         for plan in plans
     ]
-    tasks = [task for pairs in commits for _, task in pairs]
-    if tasks:
-        store = core.store
-        assert isinstance(store, ReplacesMany)
-        crashpoint("batch.before_commit")
-        store.replace_many(tasks)
-    return commits
+    return commits, [task for pairs in commits for _, task in pairs]
 
 
 def burst_summary(sent: Sequence[Delivered]) -> None:

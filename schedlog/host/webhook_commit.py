@@ -33,10 +33,10 @@ from collections.abc import Awaitable, Callable
 from typing import Final, cast
 
 from schedlog._crashpoints import crashpoint
-from schedlog.host.batch import ReplacesMany
+from schedlog.host.batch import ReplacesMany, member_commits
 from schedlog.host.changes import TaskChange
 from schedlog.host.core import HostCore, InSlot
-from schedlog.host.delivery import Delivered, GroupFailed, commit_member
+from schedlog.host.delivery import Delivered, GroupFailed
 from schedlog.host.group_plan import Plan as _Plan
 from schedlog.host.posting import still_planned
 from schedlog.host.stores.base import StoredTask
@@ -129,14 +129,7 @@ class WebhookCommits:
         core = self.core
         kept = [still_planned(plan, core.store.get) for plan in plans]
         delivered_at = self.now()
-        commits = [
-            [
-                (st, commit_member(st.task, d, plan.ids[st.task.id], delivered_at, core.retention))
-                for st, d in plan.members
-            ]
-            for plan in kept
-        ]
-        tasks = [task for pairs in commits for _, task in pairs]
+        commits, tasks = member_commits(core, kept, delivered_at)
         if tasks:
             store = core.store
             assert isinstance(store, ReplacesMany)

@@ -41,11 +41,6 @@ TITLES = (
 )
 
 
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    yield from pg.fresh_database()
-
-
 @pytest.fixture
 def store(database: str) -> Iterator[Any]:
     pg.reset(database)

@@ -28,15 +28,9 @@ from schedlog.runtime.clock import VirtualClock  # noqa: E402
 LATER = T0 + 3_600_000
 
 
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    yield from pg.fresh_database()
-
-
 @pytest.fixture
-def store(database: str) -> Iterator[PostgresTaskStore]:
-    pg.reset(database)
-    s = pg.pg_store(database)
+def store(url: str) -> Iterator[PostgresTaskStore]:
+    s = pg.pg_store(url)
     yield s
     s.close()
 

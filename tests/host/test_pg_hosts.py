@@ -11,7 +11,6 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +34,6 @@ from schedlog.host.stores.pg_rows import StoreConflictError  # noqa: E402
 from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402
 
 LATER = T0 + 3_600_000
-
-
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    yield from pg.fresh_database()
-
-
-@pytest.fixture
-def url(database: str) -> str:
-    pg.reset(database)
-    return database
 
 
 def followup_members(directory: Path) -> list[tuple[str, str]]:

@@ -12,7 +12,6 @@ database clock, so the tests move them with SQL instead of waiting.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,17 +29,6 @@ psycopg = pg.require_psycopg()
 from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402
 
 LATER = T0 + 3_600_000
-
-
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    yield from pg.fresh_database()
-
-
-@pytest.fixture
-def url(database: str) -> str:
-    pg.reset(database)
-    return database
 
 
 def lease_left_s(url: str, task_id: str = "schedule-1") -> float | None:

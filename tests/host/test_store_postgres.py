@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import io
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -38,17 +37,6 @@ from schedlog.host.stores.pg_admin import migrate, schema_version  # noqa: E402
 from schedlog.host.stores.pg_rows import StoreConflictError, redact_url  # noqa: E402
 from schedlog.host.stores.pg_schema import SCHEMA_VERSION  # noqa: E402
 from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    yield from pg.fresh_database()
-
-
-@pytest.fixture
-def url(database: str) -> str:
-    pg.reset(database)
-    return database
 
 
 def blank(url: str) -> str:

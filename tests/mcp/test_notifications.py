@@ -8,11 +8,8 @@ from __future__ import annotations
 import asyncio
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests import pg
 from tests.mcp.support import host_batch, now_text, require_mcp, stdio_params, value_of
@@ -134,11 +131,6 @@ def test_session_local_creates_and_deletes_are_notified_over_stdio(tmp_path: Pat
     for event, delay in asyncio.run(main()):
         assert event == ResourceUpdated(uri=URI)
         assert delay <= LIMIT_S
-
-
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    yield from pg.fresh_database()
 
 
 def test_a_change_through_another_host_is_notified_within_a_second(

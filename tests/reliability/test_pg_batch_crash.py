@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,17 +46,6 @@ async def main(url, root, now):
 
 asyncio.run(main(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])))
 """
-
-
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    yield from pg.fresh_database()
-
-
-@pytest.fixture
-def url(database: str) -> str:
-    pg.reset(database)
-    return database
 
 
 def _tasks() -> list[object]:

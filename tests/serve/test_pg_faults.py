@@ -37,11 +37,6 @@ BOUND_S = 4.0
 ANSWER_S = 3 * BOUND_S + 2
 
 
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    yield from pg.fresh_database()
-
-
 @pytest.fixture
 def proxied(
     database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -11,7 +11,6 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,17 +32,6 @@ SECRET = "webhook-secret-0123456789"
 TOKEN = "hosts-token-0123456789abcdef"
 #: Reminders delivered; ``SCHEDLOG_WEBHOOK_HOSTS_N`` raises it for a longer run (at most 500).
 N = min(500, int(os.environ.get("SCHEDLOG_WEBHOOK_HOSTS_N", "30")))
-
-
-@pytest.fixture(scope="module")
-def database() -> Iterator[str]:
-    yield from pg.fresh_database()
-
-
-@pytest.fixture
-def url(database: str) -> str:
-    pg.reset(database)
-    return database
 
 
 def test_deliver_to_on_postgres_needs_a_token_source(
