@@ -627,16 +627,18 @@ def run_startup(
             else:
                 _populate_pg(side, store, args.startup_tasks, run_dir)
             out["load_avg_before"] = _load_avg()
-            out |= _time_startup(side, store, sessions_dir, run_dir, args.timeout)
+            out |= time_host_start(side, store, sessions_dir, run_dir, args.timeout)
             out["load_avg_after"] = _load_avg()
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     return out
 
 
-def _time_startup(
+def time_host_start(
     side: Side, store: str, sessions_dir: Path, run_dir: Path, timeout: float
 ) -> dict[str, Any]:
+    """Seconds from ``Popen`` of one ``host run`` to its ``host.started`` line and to the
+    first follow-up in a session log (also ``benchmarks/startup.py``)."""
     log = run_dir / "host.log"
     cmd = side.command("host", "run", "--store", store, "--sessions", str(sessions_dir))
     started = time.perf_counter()

@@ -42,11 +42,8 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks.burst import Hosts, Side, _populate_pg, fresh_store, sides
+from benchmarks.burst import Side, _populate_pg, fresh_store, sides, time_host_start
 from benchmarks.http import _load_avg
-from benchmarks.pg_hosts import first_started
-
-POLL_S: Final = 0.01
 
 
 def sqlite_template(cache: Path, tasks: int) -> Path:
@@ -70,32 +67,7 @@ def time_startup(side: Side, store: str, run_dir: Path, timeout: float) -> dict[
     """Seconds from ``Popen`` to ``host.started`` and to the first follow-up in a session log."""
     sessions_dir = run_dir / "sessions"
     sessions_dir.mkdir()
-    log = run_dir / "host.log"
-    cmd = side.command("host", "run", "--store", store, "--sessions", str(sessions_dir))
-    with log.open("wb") as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            [*cmd, "--log-format", "json"], stdin=subprocess.DEVNULL, stderr=err, env=side.env
-        )
-    hosts = Hosts(procs=[proc], logs=[log])
-    ready: float | None = None
-    delivered: float | None = None
-    try:
-        deadline = started + timeout
-        while time.perf_counter() < deadline and hosts.alive() and delivered is None:
-            if ready is None and first_started([log]):
-                ready = time.perf_counter() - started
-            if any(b'"message/followup"' in p.read_bytes() for p in sessions_dir.glob("*.jsonl")):
-                delivered = time.perf_counter() - started
-            time.sleep(POLL_S)
-    finally:
-        codes = hosts.stop()
-    return {
-        "to_started_s": None if ready is None else round(ready, 3),
-        "to_delivered_s": None if delivered is None else round(delivered, 3),
-        "exit_codes": codes,
-        "errors": hosts.errors(),
-    }
+    return time_host_start(side, store, sessions_dir, run_dir, timeout)
 
 
 CPU_PROGRAM: Final = """
