@@ -256,3 +256,35 @@ def test_a_session_locked_after_the_choice_is_still_skipped(
             assert {st.task.session_id for st in batch.tasks} == {"s-1"}
         finally:
             batch.close()
+
+
+def test_a_batch_commit_notifies_every_change_in_a_few_chunks(store: PostgresTaskStore) -> None:
+    """Schema version 5: the commit's one statement notifies each chunk of changes once, under
+    PostgreSQL's 8,000-byte payload limit, and another store's listener sees every change, in
+    row order, as if each had been notified alone."""
+    long = "s-" + "x" * 900  # a few rows fill a chunk
+    for i in range(40):
+        store.insert(task(f"schedule-{i}", f"{long}-{i}", after_seconds=60))
+    seen: list[dict[str, str]] = []
+    other = pg.pg_store(store.url)
+    try:
+        other.listen(seen.append)
+        with psycopg.connect(store.url, autocommit=True) as listener:
+            listener.execute("LISTEN schedlog_changed")
+            batch = store.claim_batch(LATER)
+            try:
+                assert len(batch.tasks) == 40
+                batch.commit([st.task for st in batch.tasks])
+            finally:
+                batch.close()
+            notes = [n.payload for n in listener.notifies(timeout=2, stop_after=10)]
+        assert 5 <= len(notes) <= 10 and max(len(n.encode()) for n in notes) <= 7_200
+        deadline = time.monotonic() + 15
+        while len(seen) < 40 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        other.close()
+    assert seen == [
+        {"writer": store.owner, "id": f"schedule-{i}", "sessionId": f"{long}-{i}", "kind": "updated"}
+        for i in range(40)
+    ]

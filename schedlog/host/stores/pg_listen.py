@@ -55,6 +55,9 @@ class Listener:
                 delay = min(delay * 2, _MAX_BACKOFF_S)
 
     def _deliver(self, payload: str) -> None:
+        """One notification: a row's change (``{"writer","id","sessionId","kind"}``) or, from a
+        statement that rewrote tasks (schema version 5), ``{"writer","changes":[...]}``: each
+        change passed on in order, as if notified alone."""
         try:
             value = loads_strict(payload) if payload else {}
         except JSONSyntaxError:
@@ -63,7 +66,14 @@ class Listener:
             value = {}
         if value.get("writer") == self._owner:
             return  # this store's own commit: its host already knows
-        self._on_change({k: v for k, v in value.items() if isinstance(v, str)})
+        changes = value.get("changes")
+        if not isinstance(changes, list):
+            self._on_change({k: v for k, v in value.items() if isinstance(v, str)})
+            return
+        writer = {k: v for k, v in value.items() if k == "writer" and isinstance(v, str)}
+        for change in changes:
+            fields = change.items() if isinstance(change, dict) else ()
+            self._on_change({**writer, **{k: v for k, v in fields if isinstance(v, str)}})
 
     def stop(self) -> None:
         self._stopping.set()

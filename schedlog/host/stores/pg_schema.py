@@ -21,6 +21,7 @@ __all__ = [
     "MIGRATIONS",
     "MIGRATION_LOCK",
     "NOTIFY_CHANNEL",
+    "NOTIFY_CHUNK_BYTES",
     "SCHEMA_VERSION",
     "Migration",
 ]
@@ -29,6 +30,9 @@ __all__ = [
 MIGRATION_LOCK: Final = 0x5C4ED1_0001
 #: The channel every committed task write notifies.
 NOTIFY_CHANNEL: Final = "schedlog_changed"
+#: Bytes of changes one notification of a rewriting statement carries at most (PostgreSQL's
+#: payload limit is 8,000 bytes; a single change longer than this still goes alone, as before).
+NOTIFY_CHUNK_BYTES: Final = 7_000
 
 
 class Migration(NamedTuple):
@@ -160,6 +164,61 @@ BEGIN
     'sessionId', row.session_id, 'kind', kind)::text);
   RETURN NULL;
 END $$;
+""",
+    ),
+)
+
+# Version 5 (docs/decisions.md#one-notification-per-statement): a statement that rewrites many
+# tasks (a batched delivery's commit: about a thousand rows) notifies once per chunk of about
+# 7,000 bytes of changes, not once per row: ``{"writer", "changes": [{"id", "sessionId",
+# "kind"}, ...]}``, the kinds computed as version 4 does, in row order. Inserts and deletes keep
+# version 4's row trigger and payload.
+MIGRATIONS += (
+    Migration(
+        5,
+        "one change notification per rewriting statement",
+        f"""
+DROP TRIGGER schedlog_tasks_rewritten ON schedlog_tasks;
+CREATE FUNCTION schedlog_notify_rewritten() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  r record;
+  kind text;
+  item text;
+  chunk text := '';
+  head text := '{{"writer":' || to_json(current_setting('application_name'))::text
+               || ',"changes":[';
+BEGIN
+  FOR r IN SELECT n.id, n.session_id, n.status AS new_status, o.status AS old_status,
+                  n.body AS new_body, o.body AS old_body
+           FROM schedlog_new n JOIN schedlog_old o ON o.seq = n.seq
+           WHERE o.version IS DISTINCT FROM n.version ORDER BY n.seq LOOP
+    IF r.new_status = 'paused' AND r.old_status <> 'paused' THEN
+      kind := 'paused';
+    ELSIF r.old_status = 'paused' AND r.new_status <> 'paused' THEN
+      kind := 'resumed';
+    ELSE
+      BEGIN
+        kind := CASE WHEN (r.new_body::jsonb -> 'lastDelivery') IS DISTINCT FROM
+                          (r.old_body::jsonb -> 'lastDelivery') THEN 'delivered' ELSE 'updated' END;
+      EXCEPTION WHEN others THEN  -- a body that is not JSON (an invalid row written by hand)
+        kind := 'updated';
+      END;
+    END IF;
+    item := json_build_object('id', r.id, 'sessionId', r.session_id, 'kind', kind)::text;
+    IF chunk <> '' AND octet_length(chunk) + octet_length(item) > {NOTIFY_CHUNK_BYTES} THEN
+      PERFORM pg_notify('{NOTIFY_CHANNEL}', head || chunk || ']}}');
+      chunk := '';
+    END IF;
+    chunk := CASE WHEN chunk = '' THEN item ELSE chunk || ',' || item END;
+  END LOOP;
+  IF chunk <> '' THEN
+    PERFORM pg_notify('{NOTIFY_CHANNEL}', head || chunk || ']}}');
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER schedlog_tasks_rewritten AFTER UPDATE ON schedlog_tasks
+  REFERENCING OLD TABLE AS schedlog_old NEW TABLE AS schedlog_new
+  FOR EACH STATEMENT EXECUTE FUNCTION schedlog_notify_rewritten();
 """,
     ),
 )
