@@ -284,7 +284,8 @@ def test_a_batch_commit_notifies_every_change_in_a_few_chunks(store: PostgresTas
             time.sleep(0.02)
     finally:
         other.close()
+    owner = store.owner
     assert seen == [
-        {"writer": store.owner, "id": f"schedule-{i}", "sessionId": f"{long}-{i}", "kind": "updated"}
+        {"writer": owner, "id": f"schedule-{i}", "sessionId": f"{long}-{i}", "kind": "updated"}
         for i in range(40)
     ]
