@@ -3,6 +3,7 @@
 Run from the repository root with the ``test`` extra installed::
 
     python -m benchmarks.mcp_calls [--tasks 10000] [--calls 200] [--warmup 20]
+                                   [--rounds 1] [--baseline DIR]
 
 A SQLite store is pre-populated with ``--tasks`` active tasks (one transaction, as
 ``benchmarks/store_scale.py`` does). Then, for each transport, one SDK client connects and
@@ -17,6 +18,10 @@ Measured per transport, each on a session of its own: ``schedule_list`` (the ses
 reminders; the store's other tasks belong to other sessions), then ``schedule_create``
 (``after_seconds`` one day, each a durable commit). Prints the median and p90 in milliseconds
 per call, the target (at most 5 ms median) and the load average.
+
+With ``--baseline DIR`` (a source tree of another commit: ``git archive COMMIT | tar -x -C DIR``)
+each round measures the baseline's servers (``DIR`` first on ``PYTHONPATH``), then this tree's,
+each on a fresh copy of the same populated store; ``--rounds N`` repeats that, interleaved.
 Everything goes to 127.0.0.1 or a pipe; every loop is bounded.
 """
 
@@ -26,6 +31,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -37,6 +43,9 @@ from typing import Any
 from benchmarks.store_scale import populate_sqlite
 from tests.serve.process import RUNNER, start_serve
 
+#: ``(name, env)`` of a side: the environment its servers run with.
+Side = tuple[str, dict[str, str]]
+
 TARGET_MS = 5.0
 CREATE = {"prompt": "Benchmark <&>", "title": "bench", "after_seconds": 86_400}
 
@@ -46,12 +55,14 @@ def _load_avg() -> str:
 
 
 @contextlib.asynccontextmanager
-async def _stdio(store: Path, sessions: Path) -> AsyncIterator[Any]:
+async def _stdio(store: Path, sessions: Path, env: dict[str, str]) -> AsyncIterator[Any]:
     from mcp import Client, StdioServerParameters
 
     args = ["-c", RUNNER, "mcp", "--store", str(store), "--sessions", str(sessions)]
     params = StdioServerParameters(
-        command=sys.executable, args=[*args, "--session", "bench-stdio"], env=dict(os.environ)
+        command=sys.executable,
+        args=[*args, "--session", "bench-stdio"],
+        env={**os.environ, **env},
     )
     async with Client(params) as client:
         yield client
@@ -93,7 +104,7 @@ async def _measure(client: Any, calls: int, warmup: int) -> dict[str, list[float
     return {"schedule_list": listed, "schedule_create": created}
 
 
-def _report(transport: str, results: dict[str, list[float]]) -> bool:
+def _report(side: str, transport: str, results: dict[str, list[float]]) -> bool:
     ok = True
     for name, times in results.items():
         median = statistics.median(times)
@@ -101,9 +112,49 @@ def _report(transport: str, results: dict[str, list[float]]) -> bool:
         met = median <= TARGET_MS
         ok = ok and met
         print(
-            f"{transport:5} {name:15} median {median:6.2f} ms  p90 {p90:6.2f} ms  "
-            f"({len(times)} calls; target <= {TARGET_MS} ms: {'met' if met else 'NOT met'})"
+            f"{side:8} {transport:5} {name:15} median {median:6.2f} ms  p90 {p90:6.2f} ms  "
+            f"({len(times)} calls; target <= {TARGET_MS} ms: {'met' if met else 'NOT met'})",
+            flush=True,
         )
+    return ok
+
+
+def _sides(baseline: str | None) -> list[Side]:
+    current: Side = ("current", {})
+    if baseline is None:
+        return [current]
+    tree = Path(baseline).resolve()
+    if not (tree / "schedlog").is_dir():
+        raise SystemExit(f"--baseline {tree}: no schedlog/ package there")
+    path = os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return [("baseline", {"PYTHONPATH": path}), current]
+
+
+def _run_side(side: Side, seed: Path, tmp: Path, calls: int, warmup: int) -> bool:
+    """Both transports of one side, each on a fresh copy of the populated store ``seed``."""
+    name, env = side
+    store, sessions = tmp / f"{name}.sqlite", tmp / f"{name}-sessions"
+    shutil.copyfile(seed, store)
+    shutil.rmtree(sessions, ignore_errors=True)
+
+    async def stdio() -> dict[str, list[float]]:
+        async with _stdio(store, sessions, env) as client:
+            return await _measure(client, calls, warmup)
+
+    ok = _report(name, "stdio", asyncio.run(stdio()))
+    server = start_serve(store, ["--sessions", str(sessions)], env=env)
+    try:
+        url = server.url.removesuffix("/v1") + "/mcp/sessions/bench-http"
+
+        async def http() -> dict[str, list[float]]:
+            async with _http(url, server.token) as client:
+                return await _measure(client, calls, warmup)
+
+        ok = _report(name, "http", asyncio.run(http())) and ok
+    finally:
+        server.stop()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store}{suffix}").unlink(missing_ok=True)
     return ok
 
 
@@ -112,28 +163,20 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--baseline", metavar="DIR", help="a source tree of another commit")
     args = parser.parse_args()
+    sides = _sides(args.baseline)
     print(f"load average before: {_load_avg()}")
+    ok = True
     with tempfile.TemporaryDirectory() as tmp:
-        store, sessions = Path(tmp) / "tasks.sqlite", Path(tmp) / "sessions"
-        populate_sqlite(store, args.tasks, 1, int(time.time() * 1000))
-
-        async def stdio() -> dict[str, list[float]]:
-            async with _stdio(store, sessions) as client:
-                return await _measure(client, args.calls, args.warmup)
-
-        ok = _report("stdio", asyncio.run(stdio()))
-        server = start_serve(store, ["--sessions", str(sessions)])
-        try:
-            url = server.url.removesuffix("/v1") + "/mcp/sessions/bench-http"
-
-            async def http() -> dict[str, list[float]]:
-                async with _http(url, server.token) as client:
-                    return await _measure(client, args.calls, args.warmup)
-
-            ok = _report("http", asyncio.run(http())) and ok
-        finally:
-            server.stop()
+        seed = Path(tmp) / "seed.sqlite"
+        populate_sqlite(seed, args.tasks, 1, int(time.time() * 1000))
+        for round_no in range(1, args.rounds + 1):
+            for side in sides:  # interleaved: each side once per round
+                print(f"round {round_no}, {side[0]}: load average {_load_avg()}", flush=True)
+                met = _run_side(side, seed, Path(tmp), args.calls, args.warmup)
+                ok = ok and (met or side[0] == "baseline")
     print(f"load average after: {_load_avg()}; {args.tasks} tasks in the store")
     sys.exit(0 if ok else 1)
 
