@@ -20,7 +20,9 @@ reminders; the store's other tasks belong to other sessions), then ``schedule_cr
 per call, the target (at most 5 ms median) and the load average.
 
 With ``--baseline DIR`` (a source tree of another commit: ``git archive COMMIT | tar -x -C DIR``)
-each round measures the baseline's servers (``DIR`` first on ``PYTHONPATH``), then this tree's,
+each round measures the baseline's servers (their runner puts ``DIR`` first on ``sys.path``:
+``PYTHONPATH`` would not do, as ``python -c`` puts the working directory before it), then this
+tree's,
 each on a fresh copy of the same populated store; ``--rounds N`` repeats that, interleaved.
 Everything goes to 127.0.0.1 or a pipe; every loop is bounded.
 """
@@ -43,8 +45,8 @@ from typing import Any
 from benchmarks.store_scale import populate_sqlite
 from tests.serve.process import RUNNER, start_serve
 
-#: ``(name, env)`` of a side: the environment its servers run with.
-Side = tuple[str, dict[str, str]]
+#: ``(name, runner)`` of a side: the Python program its servers run the CLI with.
+Side = tuple[str, str]
 
 TARGET_MS = 5.0
 CREATE = {"prompt": "Benchmark <&>", "title": "bench", "after_seconds": 86_400}
@@ -55,14 +57,14 @@ def _load_avg() -> str:
 
 
 @contextlib.asynccontextmanager
-async def _stdio(store: Path, sessions: Path, env: dict[str, str]) -> AsyncIterator[Any]:
+async def _stdio(store: Path, sessions: Path, runner: str) -> AsyncIterator[Any]:
     from mcp import Client, StdioServerParameters
 
-    args = ["-c", RUNNER, "mcp", "--store", str(store), "--sessions", str(sessions)]
+    args = ["-c", runner, "mcp", "--store", str(store), "--sessions", str(sessions)]
     params = StdioServerParameters(
         command=sys.executable,
         args=[*args, "--session", "bench-stdio"],
-        env={**os.environ, **env},
+        env=dict(os.environ),
     )
     async with Client(params) as client:
         yield client
@@ -120,29 +122,28 @@ def _report(side: str, transport: str, results: dict[str, list[float]]) -> bool:
 
 
 def _sides(baseline: str | None) -> list[Side]:
-    current: Side = ("current", {})
+    current: Side = ("current", RUNNER)
     if baseline is None:
         return [current]
     tree = Path(baseline).resolve()
     if not (tree / "schedlog").is_dir():
         raise SystemExit(f"--baseline {tree}: no schedlog/ package there")
-    path = os.pathsep.join([str(tree), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return [("baseline", {"PYTHONPATH": path}), current]
+    return [("baseline", f"import sys\nsys.path.insert(0, {str(tree)!r})\n{RUNNER}"), current]
 
 
 def _run_side(side: Side, seed: Path, tmp: Path, calls: int, warmup: int) -> bool:
     """Both transports of one side, each on a fresh copy of the populated store ``seed``."""
-    name, env = side
+    name, runner = side
     store, sessions = tmp / f"{name}.sqlite", tmp / f"{name}-sessions"
     shutil.copyfile(seed, store)
     shutil.rmtree(sessions, ignore_errors=True)
 
     async def stdio() -> dict[str, list[float]]:
-        async with _stdio(store, sessions, env) as client:
+        async with _stdio(store, sessions, runner) as client:
             return await _measure(client, calls, warmup)
 
     ok = _report(name, "stdio", asyncio.run(stdio()))
-    server = start_serve(store, ["--sessions", str(sessions)], env=env)
+    server = start_serve(store, ["--sessions", str(sessions)], runner=runner)
     try:
         url = server.url.removesuffix("/v1") + "/mcp/sessions/bench-http"
 
