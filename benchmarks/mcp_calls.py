@@ -17,7 +17,9 @@ times ``--calls`` sequential calls of each tool it measures, after ``--warmup`` 
 Measured per transport, each on a session of its own: ``schedule_list`` (the session holds 10
 reminders; the store's other tasks belong to other sessions), then ``schedule_create``
 (``after_seconds`` one day, each a durable commit). Prints the median and p90 in milliseconds
-per call, the target (at most 5 ms median) and the load average.
+per call, the target (at most 5 ms median) and the load average, and the CPU time per call of
+the client (this process) and of the server (``/proc``): on a loaded machine the CPU times
+move much less than the round trips.
 
 With ``--baseline DIR`` (a source tree of another commit: ``git archive COMMIT | tar -x -C DIR``)
 each round measures the baseline's servers (their runner puts ``DIR`` first on ``sys.path``:
@@ -84,37 +86,64 @@ async def _http(url: str, token: str) -> AsyncIterator[Any]:
         yield client
 
 
+def _cpu_ms(pid: int | None) -> float:
+    """CPU time (user + system, all threads) of process ``pid`` so far; 0 when unknown."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _child_pid() -> int | None:
+    """The one child process of this process (the stdio server), if Linux says which."""
+    children: list[int] = []
+    for task in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            children += [int(pid) for pid in task.read_text().split()]
+    return children[0] if len(children) == 1 else None
+
+
+#: tool -> (round-trip times in ms, client CPU ms per call, server CPU ms per call)
+Results = dict[str, tuple[list[float], float, float]]
+
+
 async def _time(
-    client: Any, name: str, args: dict[str, Any], calls: int, warmup: int
-) -> list[float]:
+    client: Any, name: str, args: dict[str, Any], calls: int, warmup: int, server: int | None
+) -> tuple[list[float], float, float]:
     for _ in range(warmup):
         await client.call_tool(name, args)
     times: list[float] = []
+    cpu, server_cpu = time.process_time(), _cpu_ms(server)
     for _ in range(calls):
         started = time.perf_counter()
         result = await client.call_tool(name, args)
         times.append((time.perf_counter() - started) * 1000)
         assert not result.is_error, result
-    return times
+    client_ms = (time.process_time() - cpu) * 1000 / calls
+    return times, client_ms, (_cpu_ms(server) - server_cpu) / calls
 
 
-async def _measure(client: Any, calls: int, warmup: int) -> dict[str, list[float]]:
+async def _measure(client: Any, calls: int, warmup: int, server: int | None) -> Results:
     for _ in range(10):  # the session's reminders, listed by every schedule_list
         await client.call_tool("schedule_create", CREATE)
-    listed = await _time(client, "schedule_list", {}, calls, warmup)
-    created = await _time(client, "schedule_create", CREATE, calls, warmup)
+    listed = await _time(client, "schedule_list", {}, calls, warmup, server)
+    created = await _time(client, "schedule_create", CREATE, calls, warmup, server)
     return {"schedule_list": listed, "schedule_create": created}
 
 
-def _report(side: str, transport: str, results: dict[str, list[float]]) -> bool:
+def _report(side: str, transport: str, results: Results) -> bool:
     ok = True
-    for name, times in results.items():
+    for name, (times, client_cpu, server_cpu) in results.items():
         median = statistics.median(times)
         p90 = statistics.quantiles(times, n=10)[-1]
         met = median <= TARGET_MS
         ok = ok and met
         print(
             f"{side:8} {transport:5} {name:15} median {median:6.2f} ms  p90 {p90:6.2f} ms  "
+            f"CPU/call client {client_cpu:5.2f} server {server_cpu:5.2f} ms  "
             f"({len(times)} calls; target <= {TARGET_MS} ms: {'met' if met else 'NOT met'})",
             flush=True,
         )
@@ -138,18 +167,18 @@ def _run_side(side: Side, seed: Path, tmp: Path, calls: int, warmup: int) -> boo
     shutil.copyfile(seed, store)
     shutil.rmtree(sessions, ignore_errors=True)
 
-    async def stdio() -> dict[str, list[float]]:
+    async def stdio() -> Results:
         async with _stdio(store, sessions, runner) as client:
-            return await _measure(client, calls, warmup)
+            return await _measure(client, calls, warmup, _child_pid())
 
     ok = _report(name, "stdio", asyncio.run(stdio()))
     server = start_serve(store, ["--sessions", str(sessions)], runner=runner)
     try:
         url = server.url.removesuffix("/v1") + "/mcp/sessions/bench-http"
 
-        async def http() -> dict[str, list[float]]:
+        async def http() -> Results:
             async with _http(url, server.token) as client:
-                return await _measure(client, calls, warmup)
+                return await _measure(client, calls, warmup, server.proc.pid)
 
         ok = _report(name, "http", asyncio.run(http())) and ok
     finally:
