@@ -349,7 +349,7 @@ def cmd_validate(
     for done, (ok, shown) in enumerate(_validated(files, read_log, as_json), start=1):
         failed = failed or not ok
         if as_json:
-            write_json_line(shown, out)
+            out.write(shown + "\n")  # the report's JSON (write_json_line's line)
         else:
             rows.append(shown)
         progress.update(done)
@@ -382,8 +382,10 @@ def _validated(
 def _validate_one(
     name: str, read_log: LogReader | None, as_json: bool, split: bool
 ) -> tuple[bool, Any]:
+    """The verdict of the log ``name``, and its report's JSON text or its table row: the JSON
+    is written in the process that checked the log (a text is faster to send than a dict)."""
     check = check_session_log(name, read_log, split=split)
-    return check.ok, validate_report(check) if as_json else _human_validate_row(check)
+    return check.ok, js_dumps(validate_report(check)) if as_json else _human_validate_row(check)
 
 
 def _human_validate_row(check: LogCheck) -> tuple[str, ...]:
