@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from schedlog.invariant import fastcheck
 from schedlog.invariant.fastcheck import fast_check, fast_check_bytes
