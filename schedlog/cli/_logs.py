@@ -249,10 +249,10 @@ _IGNORED_ERRNOS: Final = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, er
 def folder_logs(name: str) -> list[str]:
     """The ``*.jsonl`` regular files under the folder ``name`` (unsorted), each named as
     ``str(p) for p in Path(name).rglob("*.jsonl") if p.is_file()`` names it, with one
-    ``os.scandir`` a folder (docs/decisions.md, "Validating many logs: the folder walk"): the
-    pathlib walk cost as much as checking 150 small logs. As there, a subfolder is entered
-    unless it is a symlink, one that cannot be listed holds nothing, and a symlink to a regular
-    file counts. ``tests/cli/test_logs_walk.py`` compares the two."""
+    ``os.scandir`` a folder: the pathlib walk cost as much as checking 150 small logs
+    (docs/decisions.md, "Validating many logs: the walk, one read a log"). As there, a
+    subfolder is entered unless it is a symlink, one that cannot be listed holds nothing, and a
+    symlink to a regular file counts. ``tests/cli/test_logs_walk.py`` compares the two."""
     # As pathlib spells it: empty and "." parts dropped, ".." kept, "//" kept at the start.
     root = "//" if name[:2] == "//" and name[2:3] != "/" else "/" if name[:1] == "/" else ""
     top = root + "/".join(part for part in name.split("/") if part not in ("", "."))
