@@ -45,8 +45,14 @@ _log = structlog.get_logger("schedlog.host")
 
 
 def _tell(listeners: Sequence[Callable[[Delivered], None]], sent: Sequence[Delivered]) -> None:
-    for message in sent:
-        for listener in listeners:
+    """Each listener told of ``sent`` in order: in one call, when it takes a run at once
+    (a ``sent_many`` method, as the delivery lines of ``host run`` have), else one call each."""
+    for listener in listeners:
+        many: Callable[[Sequence[Delivered]], None] | None = getattr(listener, "sent_many", None)
+        if many is not None:
+            many(sent)
+            continue
+        for message in sent:
             listener(message)
 
 
