@@ -45,15 +45,22 @@ _log = structlog.get_logger("schedlog.host")
 
 
 def _tell(listeners: Sequence[Callable[[Delivered], None]], sent: Sequence[Delivered]) -> None:
-    """Each listener told of ``sent`` in order: in one call, when it takes a run at once
-    (a ``sent_many`` method, as the delivery lines of ``host run`` have), else one call each."""
+    """The listeners told of ``sent``, in order: the others first, one call per message, then
+    those that take a run at once (a ``sent_many`` method: the delivery lines of ``host run``),
+    so a line read means that message is counted (metrics) already."""
+    many: list[Callable[[Sequence[Delivered]], None]] = []
+    each: list[Callable[[Delivered], None]] = []
     for listener in listeners:
-        many: Callable[[Sequence[Delivered]], None] | None = getattr(listener, "sent_many", None)
-        if many is not None:
-            many(sent)
-            continue
-        for message in sent:
+        at_once = getattr(listener, "sent_many", None)
+        if at_once is not None:
+            many.append(at_once)
+        else:
+            each.append(listener)
+    for message in sent:
+        for listener in each:
             listener(message)
+    for at_once in many:
+        at_once(sent)
 
 
 class DrivePasses:
