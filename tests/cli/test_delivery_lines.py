@@ -33,7 +33,7 @@ def _one_by_one(form: str) -> list[str]:
     for m in MESSAGES:
         log.info(
             "delivery.sent",
-            **sent_fields(m.session_id, m.message_id, m.members, m.lateness_ms(), delivered_at=None),
+            **sent_fields(m.session_id, m.message_id, m.members, m.lateness_ms()),
         )
     return out.getvalue().splitlines()
 
