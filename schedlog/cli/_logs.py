@@ -236,13 +236,52 @@ def parse_at(text: str) -> int:
 def _walk(paths: list[str]) -> Iterator[str]:
     for name in paths:
         if os.path.isdir(name):
-            from pathlib import Path  # only to walk a folder: pathlib costs start-up
-
-            path = Path(name)
-            found = (p for p in path.rglob("*.jsonl") if p.is_file())
-            yield from sorted(str(p) for p in found)
+            yield from sorted(folder_logs(name))
         else:
             yield name
+
+
+#: The errors ``pathlib`` ignores in ``Path.is_file`` and ``Path.is_dir`` (a missing entry, a
+#: symlink loop, ...): such an entry is neither.
+_IGNORED_ERRNOS: Final = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
+def folder_logs(name: str) -> list[str]:
+    """The ``*.jsonl`` regular files under the folder ``name`` (unsorted), each named as
+    ``str(p) for p in Path(name).rglob("*.jsonl") if p.is_file()`` names it, with one
+    ``os.scandir`` a folder: the pathlib walk cost as much as checking 150 small logs
+    (docs/decisions.md, "Validating many logs: the walk, one read a log"). As there, a
+    subfolder is entered unless it is a symlink, one that cannot be listed holds nothing, and a
+    symlink to a regular file counts. ``tests/cli/test_logs_walk.py`` compares the two."""
+    # As pathlib spells it: empty and "." parts dropped, ".." kept, "//" kept at the start.
+    root = "//" if name[:2] == "//" and name[2:3] != "/" else "/" if name[:1] == "/" else ""
+    top = root + "/".join(part for part in name.split("/") if part not in ("", "."))
+    found: list[str] = []
+    _scan(top, found)
+    return found
+
+
+def _scan(folder: str, found: list[str]) -> None:
+    try:
+        with os.scandir(folder or ".") as listing:
+            entries = list(listing)
+    except PermissionError:
+        return
+    prefix = "" if not folder else folder if folder.endswith("/") else folder + "/"
+    for entry in entries:
+        if _entry_is(entry.is_dir, follow=False):
+            _scan(prefix + entry.name, found)
+        elif entry.name.endswith(".jsonl") and _entry_is(entry.is_file, follow=True):
+            found.append(prefix + entry.name)
+
+
+def _entry_is(test: Callable[..., bool], *, follow: bool) -> bool:
+    try:
+        return test(follow_symlinks=follow)
+    except OSError as exc:
+        if exc.errno not in _IGNORED_ERRNOS:
+            raise
+        return False
 
 
 class _Progress:
@@ -310,7 +349,7 @@ def cmd_validate(
     for done, (ok, shown) in enumerate(_validated(files, read_log, as_json), start=1):
         failed = failed or not ok
         if as_json:
-            write_json_line(shown, out)
+            out.write(shown + "\n")  # the report's JSON (write_json_line's line)
         else:
             rows.append(shown)
         progress.update(done)
@@ -343,8 +382,10 @@ def _validated(
 def _validate_one(
     name: str, read_log: LogReader | None, as_json: bool, split: bool
 ) -> tuple[bool, Any]:
+    """The verdict of the log ``name``, and its report's JSON text or its table row: the JSON
+    is written in the process that checked the log (a text is faster to send than a dict)."""
     check = check_session_log(name, read_log, split=split)
-    return check.ok, validate_report(check) if as_json else _human_validate_row(check)
+    return check.ok, js_dumps(validate_report(check)) if as_json else _human_validate_row(check)
 
 
 def _human_validate_row(check: LogCheck) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ outcome is the same, only slower.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +24,8 @@ __all__ = ["fork_map", "fork_split", "split_available", "usable_cores"]
 
 #: A result travels as its pickled length (this many bytes, little-endian) then its pickle.
 _LENGTH: Final = 8
+#: The bytes of results a child writes to its pipe at once (less than a pipe holds).
+_BUFFER: Final = 1 << 14
 
 
 def usable_cores() -> int:
@@ -94,11 +97,14 @@ def _start(work: Callable[[_T], _R], items: Sequence[_T]) -> _Results | None:
     results, or None when it cannot start."""
 
     def write(fd: int) -> None:
-        with open(fd, "wb", closefd=True) as pipe:
+        # The parent's objects go to the collector's permanent generation: a collection here
+        # never walks them (nor copies their pages). The results leave a buffer-full at a
+        # time, not one write each; the parent waits for them in order either way.
+        gc.freeze()
+        with open(fd, "wb", buffering=_BUFFER, closefd=True) as pipe:
             for item in items:
                 data = pickle.dumps(work(item), pickle.HIGHEST_PROTOCOL)
                 pipe.write(len(data).to_bytes(_LENGTH, "little") + data)
-                pipe.flush()
 
     child = _fork_writer(write)
     return None if child is None else _Results(child[1], child[0])
