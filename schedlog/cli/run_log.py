@@ -188,8 +188,7 @@ class _RunLines(NamedTuple):
     """What :func:`configure_run_logging` set up, for :func:`write_info_lines`."""
 
     processors: tuple[Callable[..., Any], ...]
-    factory: object
-    stream: TextIO
+    factory: Callable[[], Any]
     writes_info: bool
 
 
@@ -220,13 +219,13 @@ def configure_run_logging(
         cache_logger_on_first_use=False,
     )
     writes_info = LOG_LEVELS.index(level) <= LOG_LEVELS.index("info")
-    _configured = _RunLines(tuple(processors), factory, out, writes_info)
+    _configured = _RunLines(tuple(processors), factory, writes_info)
     return form
 
 
 def write_info_lines(event: str, events: Iterable[Mapping[str, Any]]) -> bool:
     """Log ``event`` at info level once per mapping of fields in ``events``, as
-    ``structlog.get_logger().info(event, **fields)`` would, in one write and one flush.
+    ``structlog.get_logger().info(event, **fields)`` would, in one print and one flush.
 
     Only while the configuration :func:`configure_run_logging` made is in force (its
     processors render each line, so every line is what the logger would have written);
@@ -249,8 +248,9 @@ def write_info_lines(event: str, events: Iterable[Mapping[str, Any]]) -> bool:
         event_dict: Any = {**fields, "event": event}
         for processor in run.processors:
             event_dict = processor(None, "info", event_dict)
-        lines.append(f"{event_dict}\n")
+        lines.append(str(event_dict))
     if lines:
-        run.stream.write("".join(lines))
-        run.stream.flush()
+        # One print of them all through the factory's logger: under the lock structlog keeps
+        # for the stream, so a line another thread logs meanwhile is never cut into them.
+        run.factory().msg("\n".join(lines))
     return True
