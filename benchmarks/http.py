@@ -205,7 +205,11 @@ def _sides(args: argparse.Namespace) -> list[tuple[str, str, dict[str, str]]]:
         return [current]
     tree = str(Path(args.baseline).resolve())
     path = os.pathsep.join([tree, *filter(None, [os.environ.get("PYTHONPATH")])])
-    runner = slow + (_H11_RUNNER if args.baseline_h11 else RUNNER)
+    # With ``python -c`` the working directory comes first on sys.path, ahead of PYTHONPATH:
+    # run from a checkout, the baseline would import that checkout. The runner puts the
+    # baseline's tree first itself (as benchmarks/burst.py does).
+    first = f"import sys\nsys.path.insert(0, {tree!r})\n"
+    runner = first + slow + (_H11_RUNNER if args.baseline_h11 else RUNNER)
     return [("baseline", runner, {"PYTHONPATH": path}), current]
 
 

@@ -71,7 +71,12 @@ class McpMount:
             yield
             return
         server = ReminderServer(HostBackend(service), url_session)
-        manager = StreamableHTTPSessionManager(app=server.server, security_settings=None)
+        # JSON answers to POSTs (docs/decisions.md#mcp-json-responses): no handler sends a
+        # notification within a request, so an SSE stream per POST only costs a task group and
+        # a memory stream; notifications go on the GET stream or a listen stream (always SSE).
+        manager = StreamableHTTPSessionManager(
+            app=server.server, security_settings=None, json_response=True
+        )
         # The manager's task group lives in a task of its own: a lifespan may be entered and
         # left in different tasks (an ASGI test harness does), and an anyio cancel scope must
         # be left in the task that entered it.

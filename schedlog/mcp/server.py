@@ -59,6 +59,7 @@ class ReminderServer:
         self.backend = backend
         self._session_of = session_of
         self._tools = mcp_tools(backend.protocol)
+        self._input_schemas = {tool.name: tool.input_schema for tool in self._tools}
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
         self._legacy: dict[str, set[ServerSession]] = {}  # uri -> handshake-era subscribers
@@ -68,6 +69,9 @@ class ReminderServer:
             SERVER_NAME,
             version=version,
             instructions=_INSTRUCTIONS.format(uri="schedlog://sessions/{id}/reminders"),
+            # The tool list is the same for every caller, so the SDK's Mcp-Param-* header check
+            # looks a schema up here instead of running (and serializing) tools/list per call.
+            get_tool_input_schema=self._input_schemas.get,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
