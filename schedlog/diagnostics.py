@@ -283,10 +283,10 @@ def sent_fields(
     order, ``latenessMs`` (given, or how long after the earliest member's occurrence
     ``delivered_at`` is; else null) and the human ``message``."""
     listed_members = list(members)
-    reminders = [
-        {"id": m.id, "occurrenceAt": format_instant(m.occurrence_at)} for m in listed_members
-    ]
-    listed = ", ".join(f"{r['id']} at {r['occurrenceAt']}" for r in reminders)
+    # A burst's members share their occurrences: each distinct one is formatted once.
+    formatted = {at: format_instant(at) for at in {m.occurrence_at for m in listed_members}}
+    reminders = [{"id": m.id, "occurrenceAt": formatted[m.occurrence_at]} for m in listed_members]
+    listed = ", ".join([f"{m.id} at {formatted[m.occurrence_at]}" for m in listed_members])
     message = f"schedule: delivered to {session_id}: {listed} as {message_id}"
     late = lateness_ms
     if late is None and delivered_at is not None and listed_members:

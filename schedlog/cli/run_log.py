@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from datetime import datetime
-from typing import Any, Final, Literal, TextIO, cast
+from typing import Any, Final, Literal, NamedTuple, TextIO, cast
 
 __all__ = [
     "LOG_FORMATS",
@@ -40,6 +40,7 @@ __all__ = [
     "start_fields",
     "started_message",
     "stopped_message",
+    "write_info_lines",
 ]
 
 LogFormat = Literal["human", "json"]
@@ -183,6 +184,17 @@ class CurrentStderr:
         return sys.stderr.isatty()
 
 
+class _RunLines(NamedTuple):
+    """What :func:`configure_run_logging` set up, for :func:`write_info_lines`."""
+
+    processors: tuple[Callable[..., Any], ...]
+    factory: Callable[[], Any]
+    writes_info: bool
+
+
+_configured: _RunLines | None = None
+
+
 def configure_run_logging(
     log_format: str | None, level: str = "info", stream: TextIO | None = None
 ) -> LogFormat:
@@ -190,17 +202,55 @@ def configure_run_logging(
     dropping events below ``level``; returns the form in use."""
     import structlog  # the long-running commands only; registering their flags stays light
 
+    global _configured
     out = stream if stream is not None else cast(TextIO, CurrentStderr())
     form = resolve_format(log_format, out)
     renderer: Any = HumanRenderer() if form == "human" else structlog.processors.JSONRenderer()
+    processors = [
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        renderer,
+    ]
+    factory = structlog.PrintLoggerFactory(out)
     structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
+        processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        logger_factory=factory,
         cache_logger_on_first_use=False,
     )
+    writes_info = LOG_LEVELS.index(level) <= LOG_LEVELS.index("info")
+    _configured = _RunLines(tuple(processors), factory, writes_info)
     return form
+
+
+def write_info_lines(event: str, events: Iterable[Mapping[str, Any]]) -> bool:
+    """Log ``event`` at info level once per mapping of fields in ``events``, as
+    ``structlog.get_logger().info(event, **fields)`` would, in one print and one flush.
+
+    Only while the configuration :func:`configure_run_logging` made is in force (its
+    processors render each line, so every line is what the logger would have written);
+    otherwise (a test capturing logs, another configuration) returns False and writes
+    nothing, and the caller logs each event itself. ``events`` is not read then."""
+    import structlog
+
+    run = _configured
+    if run is None:
+        return False
+    config = structlog.get_config()
+    if config["logger_factory"] is not run.factory or tuple(config["processors"]) != (
+        run.processors
+    ):
+        return False
+    if not run.writes_info:
+        return True  # below the level: the logger would drop every one of them
+    lines = []
+    for fields in events:
+        event_dict: Any = {**fields, "event": event}
+        for processor in run.processors:
+            event_dict = processor(None, "info", event_dict)
+        lines.append(str(event_dict))
+    if lines:
+        # One print of them all through the factory's logger: under the lock structlog keeps
+        # for the stream, so a line another thread logs meanwhile is never cut into them.
+        run.factory().msg("\n".join(lines))
+    return True

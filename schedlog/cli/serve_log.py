@@ -9,12 +9,18 @@ The token is never a field of any of them: the start line names where the token 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import structlog
 
-from schedlog.cli.run_log import serve_started_message, serve_stopped_message, start_fields
+from schedlog.cli.run_log import (
+    serve_started_message,
+    serve_stopped_message,
+    start_fields,
+    write_info_lines,
+)
 from schedlog.diagnostics import sent_fields
 from schedlog.host.delivery import Delivered
 from schedlog.host.service import HostService
@@ -35,7 +41,9 @@ def _without_secrets(url: str) -> str:
 
 
 class DeliveryLines:
-    """Logs ``delivery.sent`` (with ``latenessMs``) for each follow-up a service commits."""
+    """Logs ``delivery.sent`` (with ``latenessMs``) for each follow-up a service commits. The
+    service calls it with one message, or :meth:`sent_many` with a run's messages (their
+    lines written at once)."""
 
     def __init__(self) -> None:
         self.delivered = 0
@@ -43,21 +51,44 @@ class DeliveryLines:
 
     def watch(self, service: HostService) -> None:
         self._service = service
-        service.subscribe_deliveries(self.sent)
+        service.subscribe_deliveries(self)
+
+    def __call__(self, message: Delivered) -> None:
+        self.sent(message)
 
     def sent(self, message: Delivered) -> None:
-        self.delivered += 1
+        self.sent_many((message,))
+
+    def sent_many(self, messages: Sequence[Delivered]) -> None:
+        """The lines of ``messages``, in order: one write when the run log is configured
+        (:func:`~schedlog.cli.run_log.write_info_lines`), else one event each."""
+        self.delivered += len(messages)
         now = None if self._service is None else self._service.clock.now_ms()
-        _log.info(
-            "delivery.sent",
-            **sent_fields(
-                message.session_id,
-                message.message_id,
-                message.members,
-                message.lateness_ms(),  # known when the delivery stamped its durable time
-                delivered_at=now,
-            ),
-        )
+        lines = (_sent(message, now) for message in messages)  # read only when written here
+        if write_info_lines("delivery.sent", lines):
+            return
+        for message in messages:
+            _log.info(
+                "delivery.sent",
+                **sent_fields(
+                    message.session_id,
+                    message.message_id,
+                    message.members,
+                    message.lateness_ms(),
+                    delivered_at=now,
+                ),
+            )
+
+
+def _sent(message: Delivered, now: int | None) -> dict[str, Any]:
+    """The fields of ``message``'s ``delivery.sent`` line (:func:`sent_fields`)."""
+    return sent_fields(
+        message.session_id,
+        message.message_id,
+        message.members,
+        message.lateness_ms(),  # known when the delivery stamped its durable time
+        delivered_at=now,
+    )
 
 
 class ServeRunLog(DeliveryLines):

@@ -258,9 +258,13 @@ class BatchDelivery:
                 self.core.due_tasks.reindex(StoredTask(st.seq, task))
                 changes.append(TaskChange(task.id, task.session_id, "delivered", task))
             sent = plan.outgoing
-            outcomes[id(plan.group)] = (
-                None if sent is None else sent.delivered._replace(delivered_at=ran.delivered_at)
-            )
+            if sent is None:
+                outcomes[id(plan.group)] = None
+            else:  # Delivered._replace, without its cost per message
+                d = sent.delivered
+                outcomes[id(plan.group)] = Delivered(
+                    d.session_id, d.message_id, d.text, d.members, ran.delivered_at
+                )
             done += len(pairs)
             if done >= REPORT_SLICE:  # let the loop serve reads between slices
                 done = 0

@@ -67,25 +67,26 @@ class Delivered(NamedTuple):
 def plan_groups(due: Sequence[StoredTask]) -> list[Group]:
     """Walk the due set (storage order) into groups (docs/protocol.md#host-delivery). No one-shot
     priority."""
-    ordered = sorted(due, key=lambda st: st.seq)
+    ordered = [st.task for st in sorted(due, key=_seq)]
+    one_shot = [task.record.is_one_shot for task in ordered]
     recurring_by_session: dict[str, list[str]] = {}
-    for st in ordered:
-        if not st.task.record.is_one_shot:
-            recurring_by_session.setdefault(st.task.session_id, []).append(st.task.id)
+    for task, once in zip(ordered, one_shot, strict=True):
+        if not once:
+            recurring_by_session.setdefault(task.session_id, []).append(task.record.id)
     groups: list[Group] = []
-    placed: set[str] = set()
-    for st in ordered:
-        task = st.task
-        if task.id in placed:
-            continue
-        if task.record.is_one_shot:
-            groups.append(Group(task.session_id, True, (task.id,)))
-            placed.add(task.id)
-        else:
-            ids = tuple(recurring_by_session[task.session_id])
-            groups.append(Group(task.session_id, False, ids))
-            placed.update(ids)
+    placed: set[str] = set()  # sessions whose recurring group is placed (ids are unique)
+    for task, once in zip(ordered, one_shot, strict=True):
+        session_id = task.session_id
+        if once:
+            groups.append(Group(session_id, True, (task.record.id,)))
+        elif session_id not in placed:
+            groups.append(Group(session_id, False, tuple(recurring_by_session[session_id])))
+            placed.add(session_id)
     return groups
+
+
+def _seq(st: StoredTask) -> int:
+    return st.seq
 
 
 def occurrence(task: Task, now: int) -> Decision:

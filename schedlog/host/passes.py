@@ -45,9 +45,22 @@ _log = structlog.get_logger("schedlog.host")
 
 
 def _tell(listeners: Sequence[Callable[[Delivered], None]], sent: Sequence[Delivered]) -> None:
+    """The listeners told of ``sent``, in order: the others first, one call per message, then
+    those that take a run at once (a ``sent_many`` method: the delivery lines of ``host run``),
+    so a line read means that message is counted (metrics) already."""
+    many: list[Callable[[Sequence[Delivered]], None]] = []
+    each: list[Callable[[Delivered], None]] = []
+    for listener in listeners:
+        at_once = getattr(listener, "sent_many", None)
+        if at_once is not None:
+            many.append(at_once)
+        else:
+            each.append(listener)
     for message in sent:
-        for listener in listeners:
+        for listener in each:
             listener(message)
+    for at_once in many:
+        at_once(sent)
 
 
 class DrivePasses:

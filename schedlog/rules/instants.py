@@ -80,9 +80,19 @@ def is_representable(ms: object) -> bool:
     return type(ms) is int and MIN_MS <= ms <= MAX_MS
 
 
+#: The instants :func:`format_instant` formatted last (cleared when it holds this many): the
+#: instants a burst of deliveries writes (targets, delivery times, receipts) repeat a lot.
+_FORMATTED_KEPT: Final = 1 << 16
+_formatted: dict[int, str] = {}
+
+
 def format_instant(ms: int) -> str:
     """The canonical ``YYYY-MM-DDTHH:MM:SS.mmmZ`` form (docs/rules.md#instants); ``ms`` must be
     representable."""
+    if type(ms) is int:  # a bool or a float is formatted as before, never from the cache
+        known = _formatted.get(ms)
+        if known is not None:
+            return known
     if not MIN_MS <= ms <= MAX_MS:
         raise ValueError(f"instant {ms} is outside 0001-01-01..9999-12-31")
     days, rem = divmod(ms, DAY_MS)
@@ -90,7 +100,12 @@ def format_instant(ms: int) -> str:
     secs, milli = divmod(rem, 1000)
     h, rest = divmod(secs, 3600)
     mi, s = divmod(rest, 60)
-    return f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.{milli:03d}Z"
+    text = f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.{milli:03d}Z"
+    if type(ms) is int:
+        if len(_formatted) >= _FORMATTED_KEPT:
+            _formatted.clear()  # dict operations hold the interpreter lock: threads may share it
+        _formatted[ms] = text
+    return text
 
 
 def format_instants(instants: Iterable[int]) -> list[str]:
