@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from schedlog.eventlog.followups import Member
+from schedlog.eventlog.reader import read_log
 from schedlog.host.task import Task, new_task
 from schedlog.rules.instants import parse_canonical_instant
 from schedlog.rules.record import Record
@@ -89,3 +90,14 @@ class MemorySessions:
         if isinstance(value, Exception):
             raise value
         return value
+
+
+def followup_members(directory: Path) -> list[tuple[str, str]]:
+    """``(task id, occurrenceAt)`` of every follow-up reminder in every session log of
+    ``directory``, with repeats (empty when the directory does not exist)."""
+    out = []
+    for log in sorted(directory.glob("*.jsonl")):
+        for event in read_log(log).events:
+            if event.type == "message/followup":
+                out.extend((r["id"], r["occurrenceAt"]) for r in event.data["reminders"])
+    return out

@@ -24,7 +24,7 @@ from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
 from schedlog.runtime.clock import VirtualClock
 from tests import pg
-from tests.host.helpers import T0, MemorySessions, task
+from tests.host.helpers import T0, MemorySessions, followup_members, task
 from tests.pg import pg_store, sql
 
 psycopg = pg.require_psycopg()
@@ -34,16 +34,6 @@ from schedlog.host.stores.pg_rows import StoreConflictError  # noqa: E402
 from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402
 
 LATER = T0 + 3_600_000
-
-
-def followup_members(directory: Path) -> list[tuple[str, str]]:
-    """``(task id, occurrenceAt)`` of every follow-up reminder in every log, with repeats."""
-    out = []
-    for log in sorted(directory.glob("*.jsonl")):
-        for event in read_log(log).events:
-            if event.type == "message/followup":
-                out.extend((r["id"], r["occurrenceAt"]) for r in event.data["reminders"])
-    return out
 
 
 def tick_in_thread(url: str, sessions_dir: Path, now: int, results: list[Any]) -> threading.Thread:

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 
 from schedlog._crashpoints import ENV
-from schedlog.eventlog.reader import read_log
 from schedlog.host.sessions import SessionsDirectory
 from schedlog.host.stores.sqlite import SqliteTaskStore
-from tests.host.helpers import T0, task
+from tests.host.helpers import T0, followup_members, task
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = [f"s-{i}" if i % 3 else f"<b>{i}</b> ü" for i in range(12)]
@@ -70,13 +69,7 @@ def _pass(root: Path, point: str | None) -> int:
 
 
 def _members(root: Path) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for path in sorted((root / "sessions").iterdir()):
-        for event in read_log(path).events:
-            if event.type == "message/followup":
-                data = event.data
-                out.extend((r["id"], r["occurrenceAt"]) for r in data["reminders"])
-    return out
+    return followup_members(root / "sessions")
 
 
 @pytest.mark.parametrize(

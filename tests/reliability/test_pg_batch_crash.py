@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from schedlog._crashpoints import ENV
-from schedlog.eventlog.reader import read_log
 from tests import pg
-from tests.host.helpers import T0, task
+from tests.host.helpers import T0, followup_members, task
 
 pg.require_psycopg()
 
@@ -74,14 +73,7 @@ def _pass(url: str, root: Path, point: str | None) -> tuple[int, str]:
 
 
 def _members(root: Path) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    directory = root / "sessions"
-    for path in sorted(directory.iterdir()) if directory.exists() else []:
-        for event in read_log(path).events:
-            if event.type == "message/followup":
-                data = event.data
-                out.extend((r["id"], r["occurrenceAt"]) for r in data["reminders"])
-    return out
+    return followup_members(root / "sessions")
 
 
 @pytest.mark.parametrize(
