@@ -42,7 +42,7 @@ from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST
 from schedlog.rules.records import MAX_EVERY_SECONDS, TITLE_MAX_UNITS, decode_host_record
 from schedlog.rules.text import JS_WHITESPACE, MAX_SAFE_INT, utf16_len
 
-__all__ = ["Row", "TimerKey", "check_rows"]
+__all__ = ["Row", "TimerKey", "check_chunk", "check_rows", "decode_bodies", "task_keys"]
 
 #: A stored row as read: ``(seq, id, session_id, body)``; the columns may hold any SQLite type.
 Row = tuple[int, object, object, object]
@@ -243,33 +243,66 @@ def _tasks_ok(tasks: list[WireTask], pausable: bool) -> bool:
 
 def check_rows(rows: Sequence[Row], *, pausable: bool) -> list[TimerKey] | None:
     """The timer-index keys of the active, unpaused tasks of ``rows`` (in row order) when the
-    reference decoder accepts every row; None when the fast path does not vouch for them all."""
+    reference decoder accepts every row; None when the fast path does not vouch for them all.
+    The column checks in Python; :func:`check_chunk` when the query has made them."""
     if not rows:
         return []
     seqs, keys, sessions, bodies = zip(*rows, strict=True)
     if set(map(type, keys)) | set(map(type, sessions)) | set(map(type, bodies)) != {str}:
         return None
-    # One JSON array of every body, decoded and encoded back in one call each. The
-    # encoding writes every quote inside a string escaped, so '{"sessionId":' occurs in it only
-    # where a task object starts; a body that starts with it starts a task, and since each
-    # does, each body is exactly one task's text.
     if not all(map(str.startswith, bodies, _PREFIX)):
         return None
-    blob = ("[" + ",".join(bodies) + "]").encode("utf-8", "surrogatepass")
+    tasks = decode_bodies(",".join(bodies), len(rows))
+    if tasks is None:
+        return None
+    if list(keys) != [t.record.id for t in tasks] or list(sessions) != [t.sessionId for t in tasks]:
+        return None
+    return task_keys(tasks, list(seqs), pausable=pausable)
+
+
+def check_chunk(seqs: list[int], joined: str, *, pausable: bool) -> list[TimerKey] | None:
+    """:func:`check_rows` of rows whose columns the caller has checked: ``joined`` is their
+    bodies joined by commas, in the order of ``seqs``, and each row's ``id``, ``session_id``
+    and ``body`` are text, and its body starts with ``{"sessionId":`` and the JSON text of its
+    ``session_id`` column, then ``,"record":{"id":`` and the JSON text of its ``id`` column
+    (so the body's own ``sessionId`` and record ``id`` are the columns', once the body is the
+    exact writing form that :func:`decode_bodies` requires)."""
+    if not seqs:
+        return []
+    tasks = decode_bodies(joined, len(seqs))
+    if tasks is None:
+        return None
+    return task_keys(tasks, seqs, pausable=pausable)
+
+
+def decode_bodies(joined: str, count: int) -> list[WireTask] | None:
+    """The ``count`` task bodies ``joined`` by commas, each of which starts with
+    ``{"sessionId":``, decoded together; None unless each is one task in its exact writing
+    form.
+
+    One JSON array of every body, decoded and encoded back in one call each. The encoding
+    writes every quote inside a string escaped, so ``{"sessionId":`` occurs in it only where a
+    task object starts; a body that starts with it starts a task, and since each does, each
+    body is exactly one task's text."""
+    blob = ("[" + joined + "]").encode("utf-8", "surrogatepass")
     try:
         tasks = _decode(blob)
-        if len(tasks) != len(rows) or _encode(tasks) != blob:
+        if len(tasks) != count or _encode(tasks) != blob:
             return None
     except Exception:  # any shape, syntax or encoding surprise: the reference decides
         return None
+    return tasks
+
+
+def task_keys(tasks: list[WireTask], seqs: list[int], *, pausable: bool) -> list[TimerKey] | None:
+    """The timer keys of decoded ``tasks`` (stored at ``seqs``) when every task-level rule
+    holds (ids and sessions aside: the caller compares them with the columns); else None."""
     records = list(map(attrgetter("record"), tasks))
     record_ids = list(map(attrgetter("id"), records))
     titles = list(map(attrgetter("title"), records))
     kinds = list(map(attrgetter("kind"), records))
     if (
-        list(keys) != record_ids
-        or list(sessions) != list(map(attrgetter("sessionId"), tasks))
-        or None in titles
+        None in titles
         or not trimmed(record_ids)
         or not trimmed(list(map(attrgetter("prompt"), records)))
         or not titles_ok(titles)

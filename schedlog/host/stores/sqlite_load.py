@@ -22,10 +22,12 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Final
 
+import msgspec
+
 from schedlog.errors import StoreOpenError
 from schedlog.host.stores.base import StoredTask
 from schedlog.host.task import InvalidTaskError, decode_task
-from schedlog.host.task_typed import Row, TimerKey, check_rows
+from schedlog.host.task_typed import Row, TimerKey, check_chunk
 from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = ["CHUNK_ROWS", "check_row", "decode_row", "load_rows"]
@@ -34,6 +36,26 @@ __all__ = ["CHUNK_ROWS", "check_row", "decode_row", "load_rows"]
 CHUNK_ROWS: Final = 4096
 _ROWS: Final = "SELECT seq, id, session_id, body FROM tasks ORDER BY seq"
 _ROWS_AFTER: Final = "SELECT seq, id, session_id, body FROM tasks WHERE seq > ? ORDER BY seq"
+_ROWS_BETWEEN: Final = (
+    "SELECT seq, id, session_id, body FROM tasks WHERE seq >= ? AND seq <= ? ORDER BY seq"
+)
+#: One chunk of rows in storage order, the rows with ``? <= seq <= ?``, as a few values: how
+#: many, the last seq, the seqs and the bodies each joined by commas, and 1 when every row
+#: passes the column checks of :func:`~schedlog.host.task_typed.check_chunk` (else 0 or NULL).
+#: ``json_quote`` writes the JSON text of a text column (NUL included, never NULL), and
+#: ``instr(...) = 1`` means the body starts with what follows, compared byte for byte.
+_CHUNK: Final = """
+SELECT count(*), max(seq), group_concat(seq), group_concat(body, ','),
+  min(CASE WHEN typeof(id) = 'text' AND typeof(session_id) = 'text' AND typeof(body) = 'text'
+    THEN instr(body, '{"sessionId":' || json_quote(session_id) || ',"record":{"id":'
+      || json_quote(id)) = 1
+    ELSE 0 END)
+FROM tasks WHERE seq >= ? AND seq <= ?
+"""
+#: The first seq from a given one on (None past the last row).
+_NEXT_SEQ: Final = "SELECT min(seq) FROM tasks WHERE seq >= ?"
+_MAX_SEQ: Final = 2**63 - 1
+_decode_seqs: Final = msgspec.json.Decoder(list[int]).decode
 
 
 def decode_row(
@@ -111,31 +133,54 @@ def load_rows(
 
 
 def _fast_rows(conn: sqlite3.Connection, pausable: bool) -> tuple[int, list[TimerKey]]:
-    """The count and timer keys, a chunk at a time through the fast path."""
+    """The count and timer keys, a chunk at a time through the fast path: one query per chunk
+    of seqs hands over its rows' bodies as one text and their seqs as another, with the column
+    checks of :func:`~schedlog.host.task_typed.check_chunk` made by SQLite (:data:`_CHUNK`).
+    A range without rows is skipped to the next seq, so sparse seqs cost at most a query more
+    per chunk."""
     keys: list[TimerKey] = []
     count = 0
-    last_seq: int | None = None
-    cursor = conn.execute(_ROWS)
-    while True:
-        try:
-            chunk: list[Row] = cursor.fetchmany(CHUNK_ROWS)
-        except sqlite3.Error:
-            # A row the driver cannot read (text that is not UTF-8): the reference reads on
-            # from the last row checked, so an earlier bad row of this chunk is reported first.
-            rest = (
-                conn.execute(_ROWS, ())
-                if last_seq is None
-                else conn.execute(_ROWS_AFTER, (last_seq,))
-            )
-            count += _reference(rest, pausable, None, keys)
-            break
-        if not chunk:
-            break
-        vouched = check_rows(chunk, pausable=pausable)
-        if vouched is None:
-            _reference(chunk, pausable, None, keys)
-        else:
+    done: int | None = None  # every row with seq <= done is checked
+    low: int | None = -(2**63)
+    try:
+        while (low := conn.execute(_NEXT_SEQ, (low,)).fetchone()[0]) is not None:
+            high = min(low + CHUNK_ROWS - 1, _MAX_SEQ)
+            rows, top, seq_text, joined, columns_ok = conn.execute(_CHUNK, (low, high)).fetchone()
+            vouched = _vouch(rows, low, top, seq_text, joined, columns_ok, pausable)
+            if vouched is None:  # the reference reads the chunk again, row by row
+                vouched = []
+                _reference(conn.execute(_ROWS_BETWEEN, (low, high)), pausable, None, vouched)
             keys += vouched
-        count += len(chunk)
-        last_seq = chunk[-1][0]
+            count += rows
+            done = high
+            if high == _MAX_SEQ:
+                break
+            low = high + 1
+    except sqlite3.Error:
+        # A row the driver cannot read (text that is not UTF-8): the reference reads on
+        # from the last row checked, so an earlier bad row of this chunk is reported first.
+        rest = conn.execute(_ROWS, ()) if done is None else conn.execute(_ROWS_AFTER, (done,))
+        count += _reference(rest, pausable, None, keys)
     return count, keys
+
+
+def _vouch(
+    rows: int,
+    low: int,
+    high: int,
+    seq_text: object,
+    joined: object,
+    columns_ok: object,
+    pausable: bool,
+) -> list[TimerKey] | None:
+    """The fast path's keys of one chunk read by :data:`_CHUNK`, or None (not taken)."""
+    if columns_ok != 1 or not isinstance(seq_text, str) or not isinstance(joined, str):
+        return None
+    try:
+        seqs = _decode_seqs(("[" + seq_text + "]").encode())
+    except msgspec.DecodeError:
+        return None
+    # In storage order (ascending) and all of them: the bodies came in the same order.
+    if len(seqs) != rows or seqs[0] != low or seqs[-1] != high or seqs != sorted(seqs):
+        return None
+    return check_chunk(seqs, joined, pausable=pausable)
