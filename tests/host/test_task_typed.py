@@ -343,6 +343,129 @@ def test_load_equals_the_reference(rows: Any, pausable: bool) -> None:
     assert targets == expected
 
 
+#: Ids and session ids that need escapes in JSON, or that SQLite's text functions might cut
+#: short (NUL): the column check of the chunk query must never take a body whose own ids are
+#: not the columns'.
+HOSTILE_IDS = [
+    'q"uo\\te',
+    "tab\there",
+    "nul\x00x",
+    "é",
+    "\u2028x",
+    "x\x7f",
+    "<b>&amp;</b>",
+    "\x01\x1f",
+    "/slash/",
+    "𝄞",
+]
+SEQS = [-(2**63), -5, 0, 1, 2, 3, 4096, 4097, 10**6, 2**62, 2**63 - 2, 2**63 - 1]
+
+
+@st.composite
+def hostile_rows(draw: st.DrawFn) -> list[tuple[int, Any, Any, Any]]:
+    """Rows at sparse seqs (both ends of the range), with hostile ids and sessions, in the
+    body and in the columns, the same or not."""
+    seqs = sorted(draw(st.sets(st.sampled_from(SEQS), min_size=1, max_size=6)))
+    rows = []
+    for seq in seqs:
+        task_id = draw(st.sampled_from([f"schedule-{seq}", *HOSTILE_IDS]))
+        session = draw(st.sampled_from(["s-1", *HOSTILE_IDS]))
+        body = draw(mutated(draw(documents(task_id, session))))
+        key: Any = task_id
+        column = draw(st.sampled_from(["same"] * 8 + ["key", "session", "int", "blob-key"]))
+        if column == "key":
+            key = draw(st.sampled_from(HOSTILE_IDS))
+        elif column == "session":
+            session = draw(st.sampled_from(HOSTILE_IDS))
+        elif column == "int":
+            key = seq
+        elif column == "blob-key":
+            key = task_id.encode("utf-8", "surrogatepass")
+        rows.append((seq, key, session, body))
+    return rows
+
+
+def _load_verdict(conn: sqlite3.Connection, pausable: bool, chunk: int) -> Any:
+    with mock.patch.object(sqlite_load, "CHUNK_ROWS", chunk):
+        targets: list[tuple[int, int, str]] = []
+        try:
+            count = load_rows(conn, pausable=pausable, targets=targets)
+        except StoreOpenError as exc:
+            return ("error", exc.code, exc.message)
+    return count, targets
+
+
+@given(rows=hostile_rows(), pausable=st.booleans(), chunk=st.sampled_from([1, 2, 3, 4096]))
+def test_load_of_hostile_columns_and_sparse_seqs_equals_the_reference(
+    rows: Any, pausable: bool, chunk: int
+) -> None:
+    conn = _db(rows)
+    if conn is None:
+        return
+    stored = conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq").fetchall()
+    expected = reference(stored, pausable)
+    got = _load_verdict(conn, pausable, chunk)
+    if expected and expected[0] == "error":
+        assert got == expected[:3]
+    else:
+        assert got == (len(stored), expected)
+
+
+def test_the_chunk_query_takes_clean_rows_with_hostile_ids() -> None:
+    """Not vacuous: rows as our writers write them, with ids and sessions that need escapes,
+    at sparse seqs, are all vouched for by the chunk query (the reference never runs)."""
+    rows = []
+    for seq, text in zip(SEQS, [*HOSTILE_IDS, "a", "b"], strict=True):
+        doc = _delivered_doc()
+        doc["sessionId"] = f"s{text}"
+        doc["record"]["id"] = f"id{text}!"  # trimmed
+        rows.append((seq, f"id{text}!", f"s{text}", js_dumps(doc)))
+    conn = _db(rows)
+    assert conn is not None
+    expected = reference(rows, True)
+    assert len(expected) == len(rows)
+    with mock.patch.object(sqlite_load, "_reference", side_effect=AssertionError("not taken")):
+        for chunk in (1, 2, 5, 4096):
+            assert _load_verdict(conn, True, chunk) == (len(rows), expected)
+
+
+@pytest.mark.parametrize("column", ["id", "session_id", "body"])
+@pytest.mark.parametrize("kind", ["blob", "null", "int"])
+def test_a_column_that_is_not_text_is_refused_as_by_the_reference(column: str, kind: str) -> None:
+    """A valid row but for the type of one column (a blob holding the very text, NULL, or an
+    integer): the chunk query does not take it, and the reference's error is reported."""
+    doc = _delivered_doc()
+    row: dict[str, Any] = {"id": "schedule-1", "session_id": "s-1", "body": js_dumps(doc)}
+    value = row[column]
+    row[column] = {"blob": value.encode(), "null": None, "int": 7}[kind]
+    rows = [(1, "schedule-1", "s-1", js_dumps(doc)), (2, row["id"], row["session_id"], row["body"])]
+    rows[0] = (1, "schedule-0", "s-1", js_dumps(doc).replace("schedule-1", "schedule-0"))
+    conn = _db(rows)
+    assert conn is not None
+    stored = conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq").fetchall()
+    expected = reference(stored, True)
+    assert expected[0] == "error"
+    for chunk in (1, 2):
+        assert _load_verdict(conn, True, chunk) == expected[:3]
+
+
+def test_an_id_column_the_driver_cannot_read_fails_as_the_reference_does() -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute(
+        "CREATE TABLE tasks (seq INTEGER PRIMARY KEY, id TEXT, session_id TEXT, body TEXT)"
+    )
+    doc = _delivered_doc()
+    conn.execute("INSERT INTO tasks VALUES (1, ?, 's-1', ?)", ("schedule-1", js_dumps(doc)))
+    conn.execute(
+        "INSERT INTO tasks VALUES (2, CAST(x'ff' AS TEXT), 's-1', ?)",
+        (js_dumps(doc).replace("schedule-1", "\u00ff"),),
+    )
+    with pytest.raises(sqlite3.Error):
+        list(conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq"))
+    with pytest.raises(sqlite3.Error):
+        load_rows(conn, pausable=True)
+
+
 def test_a_row_the_driver_cannot_read_is_reported_after_an_earlier_bad_row() -> None:
     """Text that is not UTF-8 fails in the driver; an earlier bad row of the same chunk wins."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
