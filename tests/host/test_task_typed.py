@@ -13,9 +13,10 @@ from unittest import mock
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sortedcontainers import SortedList
 
 from schedlog.errors import StoreOpenError
-from schedlog.host.due import index_order
+from schedlog.host.due import index_order, timer_index
 from schedlog.host.stores import sqlite_load
 from schedlog.host.stores.sqlite_load import check_row, load_rows
 from schedlog.host.task_typed import check_rows, instants_ms
@@ -485,6 +486,56 @@ def test_a_row_the_driver_cannot_read_is_reported_after_an_earlier_bad_row() -> 
 def test_index_order_is_the_sorted_order() -> None:
     keys = [(5, 1, "a"), (3, 2, "b"), (5, 3, "c"), (-(10**14), 4, "d"), (3, 5, "e")]
     assert index_order(keys) == sorted(keys)
+    assert index_order([(5, 2, "a"), (3, 1, "b")]) is None  # not in storage order
+    assert index_order([(5, 1, "a"), (3, 1, "b")]) is None  # a seq twice
+    assert index_order([(2**53, 1, "a")]) is None  # a float would not be exact
+
+
+def _same_index(fast: SortedList[Any], keys: list[Any]) -> None:
+    """``fast`` is laid out exactly as the reference ``SortedList(keys)``, and consistent."""
+    ref = SortedList(keys)
+    fast._check()  # type: ignore[attr-defined]
+    assert list(fast) == list(ref) and len(fast) == len(ref)
+    assert fast._lists == ref._lists and fast._maxes == ref._maxes  # type: ignore[attr-defined]
+
+
+key_lists = st.lists(
+    st.tuples(
+        st.one_of(st.integers(T0 - 5, T0 + 5), st.integers(-(2**60), 2**60)),
+        st.integers(-(2**63), 2**63 - 1),
+        st.sampled_from(["a", "b", "schedule-1", "é"]),
+    ),
+    max_size=40,
+)
+
+
+@given(key_lists, st.booleans(), st.lists(st.integers(0, 50), max_size=8))
+def test_timer_index_equals_the_sorted_list(
+    keys: list[tuple[int, int, str]], storage_order: bool, removals: list[int]
+) -> None:
+    """For keys in storage order (ties on the target included) and in any order: the same
+    index as ``SortedList(keys)``, and the same after the same adds and removals."""
+    if storage_order:
+        keys = sorted({k[1]: k for k in keys}.values(), key=lambda k: k[1])
+    fast = timer_index(list(keys))
+    _same_index(fast, keys)
+    ref = SortedList(keys)
+    for i in removals:
+        key = (T0 + i, i, "new")
+        gone = keys[i % len(keys)] if keys else key
+        for index in (fast, ref):
+            index.add(key)
+            if gone in index:
+                index.remove(gone)
+        assert list(fast) == list(ref)
+        fast._check()  # type: ignore[attr-defined]
+
+
+def test_timer_index_of_many_keys_spans_several_lists() -> None:
+    keys = [(T0 + (i * 7919) % 3001, i, f"schedule-{i}") for i in range(5000)]
+    fast = timer_index(keys)
+    _same_index(fast, keys)
+    assert len(fast._lists) > 1  # type: ignore[attr-defined]
 
 
 def _delivered_doc() -> dict[str, Any]:
