@@ -221,10 +221,9 @@ def _deliveries_ok(tasks: list[WireTask]) -> bool:
     return trimmed(ids) and instants_ms(instants) is not None
 
 
-def _tasks_ok(tasks: list[WireTask], pausable: bool) -> bool:
-    """The task-level rules: ``pausedAt`` only where the store holds it, canonical, and only
-    on an active task; receipts and histories."""
-    paused = list(map(attrgetter("pausedAt"), tasks))
+def _tasks_ok(tasks: list[WireTask], paused: list[str | None], pausable: bool) -> bool:
+    """The task-level rules: ``pausedAt`` (``paused``, of each task) only where the store
+    holds it, canonical, and only on an active task; receipts and histories."""
     if paused.count(None) != len(paused):
         given = [p for p in paused if p is not None]
         statuses = list(
@@ -232,6 +231,10 @@ def _tasks_ok(tasks: list[WireTask], pausable: bool) -> bool:
         )
         if not pausable or "inactive" in statuses or instants_ms(given) is None:
             return False
+    if list(map(attrgetter("lastDelivery"), tasks)).count(None) == len(tasks):
+        # No receipt at all: then no history may hold records (the receipt is the last one's).
+        histories = filter(None, map(attrgetter("deliveryHistory"), tasks))
+        return not any(map(attrgetter("records"), histories))
     with_deliveries = [
         t
         for t in tasks
@@ -301,6 +304,7 @@ def task_keys(tasks: list[WireTask], seqs: list[int], *, pausable: bool) -> list
     record_ids = list(map(attrgetter("id"), records))
     titles = list(map(attrgetter("title"), records))
     kinds = list(map(attrgetter("kind"), records))
+    paused = list(map(attrgetter("pausedAt"), tasks))
     if (
         None in titles
         or not trimmed(record_ids)
@@ -308,12 +312,14 @@ def task_keys(tasks: list[WireTask], seqs: list[int], *, pausable: bool) -> list
         or not titles_ok(titles)
         or not _kinds_match(records, kinds)
         or not _rule_records_ok(records, kinds)
-        or not _tasks_ok(tasks, pausable)
+        or not _tasks_ok(tasks, paused, pausable)
     ):
         return None
     targets = instants_ms(list(map(attrgetter("scheduledAt"), records)))
     if targets is None:
         return None
+    if paused.count(None) == len(paused) and "inactive" not in map(attrgetter("status"), tasks):
+        return list(zip(targets, seqs, record_ids, strict=True))  # every task is live
     live = [t.status != "inactive" and t.pausedAt is None for t in tasks]
     return list(
         zip(compress(targets, live), compress(seqs, live), compress(record_ids, live), strict=True)
