@@ -4,8 +4,11 @@
 :func:`check_rows` takes many stored rows ``(seq, id, session_id, body)`` at once and either
 vouches for all of them, returning the timer-index keys of their active, unpaused tasks, or
 returns None ("not taken"): then the caller decodes those rows with the reference, which gives
-every verdict, error code and message. The fast path never produces an error of its own, so a
-bad row is always reported exactly as before; it only has to be right when it vouches.
+every verdict, error code and message. :func:`check_chunk` is the same for rows whose column
+checks the caller has made (the SQLite store's chunk query), given their seqs and their
+bodies joined by commas; both share :func:`decode_bodies` and :func:`task_keys`. The fast
+path never produces an error of its own, so a bad row is always reported exactly as before;
+it only has to be right when it vouches.
 
 It vouches only when:
 

@@ -4,11 +4,14 @@ commands).
 
 Two paths give one verdict. :func:`decode_row` with :func:`check_row` is the readable
 reference: each row through the strict JSON reader and :func:`~schedlog.host.task.decode_task`.
-:func:`load_rows` reads the rows a chunk at a time and hands each chunk to the bulk fast path
-:func:`schedlog.host.task_typed.check_rows`; a chunk it does not vouch for goes row by row
+:func:`load_rows` reads the rows a chunk (a range of seqs) at a time, as one query's few
+values: the bodies joined into one text, the seqs into another, and a flag for the column
+checks, which SQLite makes (:data:`_CHUNK`). It hands each chunk to the bulk fast path
+:func:`schedlog.host.task_typed.check_chunk`; a chunk it does not vouch for goes row by row
 through the reference, so a bad row is reported with the same code, message and row as
-before, and always the first bad row in storage order. ``tests/host/test_sqlite_load.py``
-holds the two paths equal.
+before, and always the first bad row in storage order. ``tests/host/test_task_typed.py`` and
+``tests/host/test_sqlite_load.py`` hold the two paths equal (docs/decisions.md, "Start-up on a
+large SQLite store: fewer objects per row").
 
 Besides the count, :func:`load_rows` collects the timer-index keys ``(scheduledAt, seq, id)``
 of the active, unpaused tasks on request, so that opening a store for a service reads each row
