@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -98,7 +98,7 @@ class LogAppender:
         size: int,
         created: bool,
         schedule_folded: bool = True,
-        events: tuple[LogEvent, ...] = (),
+        events: Sequence[LogEvent] = (),
         dir_fd: int | None = None,
     ) -> None:
         self.path = path

@@ -23,6 +23,7 @@ from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog import build_followup
 from schedlog.eventlog.events import LogEvent
 from schedlog.eventlog.header import Header
+from schedlog.eventlog.line_events import LineEvents
 from schedlog.fold.incremental import FoldCursor
 from schedlog.fold.state import FoldState
 from schedlog.invariant.appender import LogAppender
@@ -71,9 +72,9 @@ class FileSession:
         self.path = os.fspath(path)
         self._new_session_id = session_id or default_session_id(path)
         self._log: LogAppender | None = None
-        self._events: list[LogEvent] = []
+        self._events: list[LogEvent] | LineEvents = []
         # The list read at open, how many events it held then, and their fold.
-        self._opened: tuple[list[LogEvent], int, FoldState] | None = None
+        self._opened: tuple[Sequence[LogEvent], int, FoldState] | None = None
         self._open_error: BaseException | None = None
         self.outbox: list[FollowupMessage] = []
         self._on_followup = on_followup
@@ -103,7 +104,10 @@ class FileSession:
             if was_enabled:
                 gc.enable()
         self._log, self._open_error = log, None
-        self._events = list(log.events_at_open)  # the open read them: no second read
+        # The open read them: no second read. The events an open's fast path read are built
+        # on first use (docs/decisions.md, "Opening a session: events built on first use").
+        read = log.events_at_open
+        self._events = read.copy() if type(read) is LineEvents else list(read)
         self._opened = (self._events, len(self._events), log.state) if log.schedule_folded else None
         return True
 
