@@ -13,11 +13,10 @@ outbox is always in the log.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog import build_followup
@@ -28,6 +27,9 @@ from schedlog.fold.incremental import FoldCursor
 from schedlog.fold.state import FoldState
 from schedlog.invariant.appender import LogAppender
 from schedlog.runtime.interfaces import FollowupMessage
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["FileSession", "default_session_id"]
 
@@ -80,8 +82,9 @@ class FileSession:
         self._on_followup = on_followup
         self._turn = False
         self._claimed = False
-        self._idle = asyncio.Event()
-        self._idle.set()
+        # Set while the agent is idle; made by the first ``when_idle`` (``session batch`` never
+        # waits, and never imports asyncio).
+        self._idle: asyncio.Event | None = None
         self._subscribers: list[Callable[[], None]] = []
 
     # --- the session log ---------------------------------------------------------------------
@@ -179,7 +182,8 @@ class FileSession:
         if self.busy:
             raise RuntimeError("the agent is already busy")
         self._turn = True
-        self._idle.clear()
+        if self._idle is not None:
+            self._idle.clear()
 
     def end_turn(self) -> None:
         """The turn ended: the agent is idle, and idle subscribers are notified."""
@@ -192,7 +196,8 @@ class FileSession:
         if self.busy:
             return None
         self._claimed = True
-        self._idle.clear()
+        if self._idle is not None:
+            self._idle.clear()
         return _Claim(self)
 
     def _end_claim(self) -> None:
@@ -202,10 +207,16 @@ class FileSession:
         self._update_idle()
 
     def _update_idle(self) -> None:
-        if not self.busy:
+        if not self.busy and self._idle is not None:
             self._idle.set()
 
     async def when_idle(self) -> None:
+        if self._idle is None:
+            import asyncio  # the loop running this has it
+
+            self._idle = asyncio.Event()
+            if not self.busy:
+                self._idle.set()
         while self.busy:
             await self._idle.wait()
 
