@@ -186,6 +186,38 @@ def test_session_batch_imports_no_structlog_asyncio_or_live_engine(tmp_path: Pat
     assert "schedlog.runtime.engine" not in modules and "schedlog.runtime.owner" not in modules
     assert [m for m in modules if m.startswith(("schedlog.host", "schedlog.serve"))] == []
     assert result["own"] == []
+    # ``session`` registers only the session commands (and the log commands' wiring, which
+    # the command module imports first).
+    assert [m for m in modules if m.startswith("schedlog.cli.") and m.endswith("_cmd")] == [
+        "schedlog.cli.logs_cmd",
+        "schedlog.cli.session_cmd",
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["session", "--help"],
+        ["session", "batch", "--help"],
+        ["session", "run", "--help"],
+        ["session"],
+        ["session", "bogus"],
+        ["session", "batch"],
+        ["session", "run", "--log", "x", "--log-level", "loud"],
+    ],
+)
+def test_the_session_parser_alone_answers_as_the_whole_parser(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from schedlog.cli.main import build_parser
+
+    answers = []
+    for parser in (build_parser(), build_parser(session_only=True)):
+        with pytest.raises(SystemExit) as exited:
+            parser.parse_args(argv)
+        out, err = capsys.readouterr()
+        answers.append((exited.value.code, out, err))
+    assert answers[0] == answers[1] and (answers[0][1] or answers[0][2])
 
 
 def test_session_batch_logs_its_first_line_configured(tmp_path: Path) -> None:
