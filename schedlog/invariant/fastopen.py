@@ -45,7 +45,7 @@ from schedlog.fold.state import FoldState
 from schedlog.invariant.fastcheck import Kept, fast_check_fd, single_line_tag
 from schedlog.invariant.logs import validate_log
 
-__all__ = ["read_for_open", "read_for_open_fd"]
+__all__ = ["KeptLines", "read_for_open", "read_for_open_fd"]
 
 
 #: One line decoded into ``type`` and the text of ``data``, as an event is built from it
@@ -71,7 +71,7 @@ def read_for_open_fd(fd: int, name: str, *, fold: bool = True) -> tuple[LogConte
     start through that descriptor, so a caller that opened the file safely reads that very file
     (schedlog.invariant.log_open). The descriptor stays open."""
     if fold:
-        kept: list[Kept] = []
+        kept = KeptLines()
         fast = fast_check_fd(fd, name, keep=kept)
         if fast is not None:
             contents = _with_events(fast[0], kept)
@@ -82,22 +82,39 @@ def read_for_open_fd(fd: int, name: str, *, fold: bool = True) -> tuple[LogConte
     return contents, state
 
 
-def _with_events(contents: LogContents, kept: list[Kept]) -> LogContents | None:
+class KeptLines(list[Kept]):
+    """Where the fast check puts the chunks it took (its ``keep``): each chunk's lines, each
+    with its ``\\n``, and their event types are taken as the chunk comes (the check's decoded
+    items are let go with the chunk, not kept to the end), in :attr:`rows` and :attr:`kinds`;
+    the list itself stays empty. :attr:`failed`: a line did not decode as the open needs
+    (:func:`_chunk_kinds`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[bytes] = []
+        self.kinds: list[str] = []
+        self.failed = False
+
+    def append(self, chunk: Kept) -> None:
+        if self.failed:
+            return
+        rows = _with_line_ends(chunk[0])
+        try:
+            kinds = _chunk_kinds(rows, chunk[1])
+        except (msgspec.DecodeError, RecursionError):
+            self.failed = True
+            return
+        self.rows += rows
+        self.kinds += kinds
+
+
+def _with_events(contents: LogContents, kept: KeptLines) -> LogContents | None:
     """``contents`` (a fast check's, no events kept) with the events of the lines the check
     kept, each built on first use (:class:`~schedlog.eventlog.line_events.LineEvents`), or
     None when a line does not decode as the fast path needs."""
-    rows: list[bytes] = []
-    kinds: list[str] = []
-    try:
-        for chunk_rows, decoded in kept:
-            chunk_rows = _with_line_ends(chunk_rows)
-            rows += chunk_rows
-            kinds += _chunk_kinds(chunk_rows, decoded)
-    except (msgspec.DecodeError, RecursionError):
+    if kept.failed or len(kept.rows) != contents.event_count:
         return None
-    if len(rows) != contents.event_count:
-        return None
-    return replace(contents, events=LineEvents(rows, kinds), events_kept=True)
+    return replace(contents, events=LineEvents(kept.rows, kept.kinds), events_kept=True)
 
 
 def _with_line_ends(rows: list[bytes]) -> list[bytes]:

@@ -17,7 +17,7 @@ from schedlog.eventlog.followups import delivered_members
 from schedlog.eventlog.line_events import LineEvents, has_type
 from schedlog.eventlog.reader import parse_lines
 from schedlog.invariant import fastopen
-from schedlog.invariant.fastcheck import Kept, fast_check_bytes
+from schedlog.invariant.fastcheck import fast_check_bytes
 from tests.invariant.test_fastcheck import CREATE, HEAD, valid_logs
 
 CHUNKS = st.sampled_from([16, 100, 700, 4096, 1 << 18])
@@ -28,7 +28,7 @@ EXTRA = LogEvent(type=FOLLOWUP_TYPE, data={"x": "<b>\ud800</b>"}, raw=b"")
 def _opened(data: bytes, chunk: int) -> tuple[LineEvents, tuple[LogEvent, ...]] | None:
     """The open's events of ``data`` read ``chunk`` bytes at a time, and the reference's; None
     when the fast path did not take the log."""
-    kept: list[Kept] = []
+    kept = fastopen.KeptLines()
     fast = fast_check_bytes(data, chunk=chunk, keep=kept)
     if fast is None:
         return None
