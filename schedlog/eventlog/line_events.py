@@ -11,8 +11,10 @@ first use").
 A :class:`LineEvents` is a sequence of :class:`LogEvent` like the tuple the reference read
 keeps: the same length, the same event at each index, equal to it (``==`` compares with any
 sequence of events, element by element). An event is built once, on first use, and kept, so an
-index gives the same object every time (``FoldCursor`` relies on that). Events appended after
-the open (:meth:`LineEvents.append`, :meth:`LineEvents.extend`) follow the lines read.
+index gives the same object every time (``FoldCursor`` relies on that; two threads building one
+event at once may each build it, and a cursor that saw the one not kept folds again from the
+start, to the same state). Events appended after the open (:meth:`LineEvents.append`,
+:meth:`LineEvents.extend`) follow the lines read.
 """
 
 from __future__ import annotations
