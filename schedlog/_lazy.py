@@ -2,8 +2,11 @@
 
 ``schedlog``, ``schedlog.eventlog``, ``schedlog.rules`` and the ``schedlog.cli.*_cmd`` modules
 keep ``import`` and ``schedlog --help`` cheap by importing what they export, or the command they
-run, only when it is first used; :func:`lazy_module` defers a module a few callers need. A
-leaf: it imports nothing from the package.
+run, only when it is first used; :func:`lazy_module` defers a module a few callers need; a
+:class:`LazyLogger` imports ``structlog`` (which imports ``rich`` where it is installed, about
+0.1 s) only when it first logs, so ``session batch`` of a sound log never imports it
+(docs/decisions.md, "Opening a session: no structlog until a line is logged"). A leaf: it
+imports nothing from the package.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["lazy_command", "lazy_exports", "lazy_module"]
+__all__ = ["LazyLogger", "configure_on_first_use", "lazy_command", "lazy_exports", "lazy_module"]
 
 
 class _Facade(ModuleType):
@@ -106,3 +109,46 @@ def lazy_command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
 
     handler.__name__ = handler.__qualname__ = name
     return handler
+
+
+class LazyLogger:
+    """``structlog.get_logger(name)``, with ``structlog`` imported at the first call on it, not
+    when the module holding the logger is imported. Every call goes to structlog's own lazy
+    proxy, so the configuration in force at the call applies, as with a logger made at import
+    (a test's ``structlog.testing.capture_logs`` included)."""
+
+    __slots__ = ("_logger", "_name")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        logger = self._logger
+        if logger is None:
+            logger = self._logger = _structlog().get_logger(self._name)
+        return getattr(logger, attr)
+
+
+#: The configuration to apply when ``structlog`` is first imported by a :class:`LazyLogger`.
+_PENDING: list[Callable[[Any], None]] = []
+
+
+def configure_on_first_use(configure: Callable[[Any], None]) -> None:
+    """Run ``configure(structlog)`` now when ``structlog`` is imported already, else when a
+    :class:`LazyLogger` first logs (replacing a configuration still pending). Only for a
+    process whose every logger is a :class:`LazyLogger` (``session batch``): a logger made
+    with ``structlog.get_logger`` would log without it."""
+    module = sys.modules.get("structlog")
+    if module is not None:
+        configure(module)
+    else:
+        _PENDING[:] = [configure]
+
+
+def _structlog() -> Any:
+    import structlog
+
+    while _PENDING:
+        _PENDING.pop(0)(structlog)
+    return structlog

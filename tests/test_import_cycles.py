@@ -20,7 +20,7 @@ from typing import Final
 
 PACKAGE = Path(__file__).resolve().parents[1] / "schedlog"
 #: Calls whose string argument is a logger name, not a module to import.
-_LOGGER_CALLS = frozenset({"get_logger", "getLogger"})
+_LOGGER_CALLS = frozenset({"get_logger", "getLogger", "LazyLogger"})
 
 
 def module_files(root: Path) -> dict[str, Path]:

@@ -1,7 +1,8 @@
-"""The implementation of ``schedlog session`` (docs/protocol.md#batch-session).
+"""The implementation of ``schedlog session run`` (docs/cli.md#session-run).
 
-:mod:`schedlog.cli.session_cmd` holds only the argparse wiring and imports this module when one
-of its commands runs, so other commands never pay for asyncio and the runtime.
+:mod:`schedlog.cli.session_cmd` holds only the argparse wiring and imports this module when
+the command runs, so other commands never pay for asyncio and the runtime (``session batch``
+is :mod:`schedlog.cli._session_batch`, which needs neither asyncio nor the live engine).
 """
 
 from __future__ import annotations
@@ -14,15 +15,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TextIO
 
-from schedlog.cli.common import (
-    InvalidRequest,
-    configure_diagnostics,
-    decode_request,
-    parse_request_instant,
-    require,
-    run_batch,
-    write_json_line,
-)
+from schedlog.cli.common import InvalidRequest, decode_request, require, write_json_line
 from schedlog.cli.run_log import (
     configure_run_logging,
     start_fields,
@@ -32,58 +25,13 @@ from schedlog.cli.run_log import (
 from schedlog.clock import Clock
 from schedlog.diagnostics import sent_fields
 from schedlog.rules.instants import parse_canonical_instant
-from schedlog.runtime.batch import BatchSession, delivery_json
+from schedlog.runtime.batch import delivery_json
 from schedlog.runtime.clock import SystemClock
 from schedlog.runtime.engine import SessionEngine
 from schedlog.runtime.interfaces import FollowupMessage
 from schedlog.runtime.session_file import FileSession
 
-__all__ = [
-    "batch_main",
-    "run_live_session",
-    "run_main",
-    "session_batch_handlers",
-]
-
-
-def session_batch_handlers(session: BatchSession) -> dict[str, Any]:
-    """The request handlers of ``session batch`` over one :class:`BatchSession`."""
-
-    def tool(name: str) -> Any:
-        def handle(request: dict[str, Any]) -> Any:
-            now = parse_request_instant(request.get("now"), "now")
-            args = require(request, "args", dict)
-            return getattr(session, name)(now, args)
-
-        return handle
-
-    def tick(request: dict[str, Any]) -> Any:
-        return {"delivered": session.tick(parse_request_instant(request.get("now"), "now"))}
-
-    def activity(request: dict[str, Any]) -> Any:
-        return session.archive_activity(parse_request_instant(request.get("now"), "now"))
-
-    def stop(request: dict[str, Any]) -> Any:
-        return session.archive_stop(parse_request_instant(request.get("now"), "now"))
-
-    return {
-        "schedule_create": tool("schedule_create"),
-        "schedule_list": tool("schedule_list"),
-        "schedule_delete": tool("schedule_delete"),
-        "tick": tick,
-        "archive_activity": activity,
-        "archive_stop": stop,
-    }
-
-
-def batch_main(args: argparse.Namespace) -> int:
-    configure_diagnostics()
-    session = BatchSession(args.log, session_id=args.session_id)
-    try:
-        run_batch(sys.stdin, session_batch_handlers(session))
-    finally:
-        session.close()
-    return 0
+__all__ = ["run_live_session", "run_main"]
 
 
 async def run_live_session(

@@ -77,22 +77,35 @@ def parse_request_instant(value: object, field: str = "now") -> int:
     return local + millis - offset_ms
 
 
-def configure_diagnostics(stream: TextIO | None = None) -> None:
+def configure_diagnostics(stream: TextIO | None = None, *, on_first_use: bool = False) -> None:
     """Render structlog diagnostics as JSON lines on stderr, never on stdout
-    (docs/protocol.md#batch, docs/diagnostics.md#events)."""
-    import structlog  # only the commands that log need it
+    (docs/protocol.md#batch, docs/diagnostics.md#events).
 
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.JSONRenderer(),
-        ],
-        logger_factory=structlog.PrintLoggerFactory(
-            stream if stream is not None else cast(TextIO, CurrentStderr())
-        ),
-        cache_logger_on_first_use=False,
-    )
+    With ``on_first_use`` (``session batch``, whose every logger is a
+    :class:`~schedlog._lazy.LazyLogger`), ``structlog`` is imported and configured only
+    when a line is first logged (:func:`~schedlog._lazy.configure_on_first_use`)."""
+
+    def configure(structlog: Any) -> None:
+        structlog.configure(
+            processors=[
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                structlog.processors.JSONRenderer(),
+            ],
+            logger_factory=structlog.PrintLoggerFactory(
+                stream if stream is not None else cast(TextIO, CurrentStderr())
+            ),
+            cache_logger_on_first_use=False,
+        )
+
+    if on_first_use:
+        from schedlog._lazy import configure_on_first_use
+
+        configure_on_first_use(configure)
+    else:
+        import structlog  # only the commands that log need it
+
+        configure(structlog)
 
 
 def write_json_line(value: Any, out: TextIO | None = None) -> None:

@@ -21,9 +21,10 @@ __all__ = ["build_parser", "main"]
 _LOG_COMMANDS: Final = frozenset({"validate", "replay", "repair"})
 
 
-def build_parser(*, logs_only: bool = False) -> argparse.ArgumentParser:
+def build_parser(*, logs_only: bool = False, session_only: bool = False) -> argparse.ArgumentParser:
     """The ``schedlog`` parser; ``logs_only`` registers only ``validate``, ``replay`` and
-    ``repair`` (for an argument list whose first item is one of them)."""
+    ``repair`` (for an argument list whose first item is one of them), ``session_only`` only
+    ``session`` (the same for ``session``: its open is most of a short ``session batch``)."""
     parser = argparse.ArgumentParser(
         prog="schedlog",
         description=(
@@ -39,6 +40,11 @@ def build_parser(*, logs_only: bool = False) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     if logs_only:
         logs_cmd.register(sub, validate_store=_validate_store)
+        return parser
+    if session_only:
+        from schedlog.cli import session_cmd
+
+        session_cmd.register(sub)
         return parser
     from schedlog.cli import host_cmd, mcp_cmd, rules_cmd, session_cmd, store_cmd
 
@@ -76,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     logs_only = bool(argv) and argv[0] in _LOG_COMMANDS
-    args = build_parser(logs_only=logs_only).parse_args(argv)
+    session_only = bool(argv) and argv[0] == "session"
+    args = build_parser(logs_only=logs_only, session_only=session_only).parse_args(argv)
     _tolerate_invalid_utf8(sys.stdin)
     try:
         code: int = args.func(args)

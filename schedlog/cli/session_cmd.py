@@ -21,7 +21,8 @@ from schedlog.about import docs_url
 from schedlog.cli.run_log import add_run_log_args
 
 if TYPE_CHECKING:
-    from schedlog.cli._session import run_live_session, session_batch_handlers
+    from schedlog.cli._session import run_live_session
+    from schedlog.cli._session_batch import session_batch_handlers
     from schedlog.cli.common import configure_diagnostics
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 _LAZY: Final = {
     "configure_diagnostics": "schedlog.cli.common",
     "run_live_session": "schedlog.cli._session",
-    "session_batch_handlers": "schedlog.cli._session",
+    "session_batch_handlers": "schedlog.cli._session_batch",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
@@ -147,5 +148,5 @@ def _tool_schemas_main(args: argparse.Namespace) -> int:
     return 0
 
 
-_batch_main = lazy_command("schedlog.cli._session", "batch_main")
+_batch_main = lazy_command("schedlog.cli._session_batch", "batch_main")
 _run_main = lazy_command("schedlog.cli._session", "run_main")

@@ -12,6 +12,7 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from schedlog.eventlog.events import FOLLOWUP_TYPE, LogEvent
+from schedlog.eventlog.line_events import LineEvents
 from schedlog.protocols import ProtocolName
 from schedlog.rules.instants import format_instant, parse_canonical_instant
 from schedlog.rules.text import js_dumps
@@ -155,9 +156,15 @@ def delivered_members(events: Sequence[LogEvent], *, seed_length: int = 0) -> di
     """
     found: dict[Member, str] = {}
     start = max(seed_length, 0)
-    # The follow-ups picked out at C speed: a long chat log holds few of them.
-    kinds = map(_TYPE, islice(events, start, None))
-    for event in compress(islice(events, start, None), map(FOLLOWUP_TYPE.__eq__, kinds)):
+    # The follow-ups picked out at C speed: a long chat log holds few of them. The events an
+    # open read are picked by their types alone, so no other event is built.
+    picked: Iterable[LogEvent]
+    if type(events) is LineEvents:
+        picked = events.of_type(FOLLOWUP_TYPE, start)
+    else:
+        kinds = map(_TYPE, islice(events, start, None))
+        picked = compress(islice(events, start, None), map(FOLLOWUP_TYPE.__eq__, kinds))
+    for event in picked:
         followup = parse_followup(event.data)
         if followup is None:
             continue

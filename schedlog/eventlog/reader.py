@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, BinaryIO, Final, NamedTuple
 
 import msgspec
@@ -113,7 +113,7 @@ class LogContents(msgspec.Struct, frozen=True, kw_only=True):
 
     file: str
     header: Header | None
-    events: tuple[LogEvent, ...]
+    events: Sequence[LogEvent]
     event_count: int
     events_kept: bool = True
     changes: tuple[ChangeAt, ...] = ()

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-import structlog
-
 from schedlog._crashpoints import crashpoint
+from schedlog._lazy import LazyLogger
 from schedlog.eventlog.changes import Change
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.events import (
@@ -46,7 +45,7 @@ from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = ["LogAppender"]
 
-_log = structlog.get_logger("schedlog.eventlog")
+_log = LazyLogger("schedlog.eventlog")
 
 
 def _truncate_torn_tail(fd: int, name: str, contents: LogContents) -> None:
@@ -98,7 +97,7 @@ class LogAppender:
         size: int,
         created: bool,
         schedule_folded: bool = True,
-        events: tuple[LogEvent, ...] = (),
+        events: Sequence[LogEvent] = (),
         dir_fd: int | None = None,
     ) -> None:
         self.path = path

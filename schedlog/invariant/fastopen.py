@@ -8,17 +8,20 @@ reference is :func:`schedlog.eventlog.reader.read_log` (events kept) followed by
 * :func:`~schedlog.invariant.fastcheck.fast_check` checks every complete line as the reference
   does (strict JSON, the envelope, no key given twice where that matters) and folds the owned
   suffix, or gives up (None);
-* it keeps the lines it took and how it decoded each one alone (``keep``): the ``type`` and
-  the text of the ``data`` of every line, an envelope of exactly those two keys (a line of a
-  chunk the check read line by line, and a change or follow-up, whose ``data`` the check
-  decoded typed, are decoded once more into that envelope);
-* each event keeps that text (a ``msgspec.Raw`` into its own ``raw`` line) and decodes it on
-  first use (:class:`~schedlog.eventlog.events.LogEvent`): most events of a session are never
-  looked into. A line the check proved valid decodes to the values the reference's decoder
-  gives (``msgspec`` for the lines it re-encodes exactly, Python's ``json`` for the others,
-  which reads every number and string as ``msgspec`` does; a number beyond the float range,
-  which ``msgspec`` refuses, is read by ``json``). A lone surrogate escape, which ``msgspec``
-  refuses even in a text it keeps, sends the log to the reference.
+* it keeps the lines it took and how it decoded each one alone (``keep``): the ``type`` of
+  every line, and an envelope of exactly ``type`` and ``data`` (a line of a chunk the check
+  read line by line, and a change or follow-up, whose ``data`` the check decoded typed, are
+  decoded once more into that envelope here, so that each line surely decodes so);
+* the events are built on first use (:class:`~schedlog.eventlog.line_events.LineEvents`, from
+  each line kept and its type): the open builds none but those the engine looks at (the
+  follow-ups, for their delivered members), and each event keeps the text of its ``data`` (a
+  ``msgspec.Raw`` into its own ``raw`` line) and decodes it on first use
+  (:class:`~schedlog.eventlog.events.LogEvent`). A line the check proved valid decodes to the
+  values the reference's decoder gives (``msgspec`` for the lines it re-encodes exactly,
+  Python's ``json`` for the others, which reads every number and string as ``msgspec`` does;
+  a number beyond the float range, which ``msgspec`` refuses, is read by ``json``). A lone
+  surrogate escape, which ``msgspec`` refuses even in a text it keeps, sends the log to the
+  reference.
 
 Any doubt (the check gives up, a line does not decode) and the reference reads the log: the
 result is the same, only slower. ``tests/invariant/test_fastopen.py`` compares the two on
@@ -36,24 +39,20 @@ import msgspec
 from msgspec.structs import replace
 
 from schedlog.eventlog import wire
-from schedlog.eventlog.events import LogEvent
+from schedlog.eventlog.line_events import LineEvents
 from schedlog.eventlog.reader import LogContents, read_log_fd
 from schedlog.fold.state import FoldState
 from schedlog.invariant.fastcheck import Kept, fast_check_fd, single_line_tag
 from schedlog.invariant.logs import validate_log
 
-__all__ = ["read_for_open", "read_for_open_fd"]
+__all__ = ["KeptLines", "read_for_open", "read_for_open_fd"]
 
 
-class _Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    type: str
-    data: msgspec.Raw
-
-
-_decode_event = msgspec.json.Decoder(_Event).decode
+#: One line decoded into ``type`` and the text of ``data``, as an event is built from it
+#: (:class:`~schedlog.eventlog.line_events.LineEvents`).
+_decode_event = msgspec.json.Decoder(wire.Envelope).decode
 _KIND = attrgetter("type")
 _TYPED_LINES = frozenset({wire.ChangeLine, wire.FollowupLine})
-_DATA = attrgetter("data")
 
 
 def read_for_open(path: str | os.PathLike[str], *, fold: bool = True) -> tuple[LogContents, Any]:
@@ -72,7 +71,7 @@ def read_for_open_fd(fd: int, name: str, *, fold: bool = True) -> tuple[LogConte
     start through that descriptor, so a caller that opened the file safely reads that very file
     (schedlog.invariant.log_open). The descriptor stays open."""
     if fold:
-        kept: list[Kept] = []
+        kept = KeptLines()
         fast = fast_check_fd(fd, name, keep=kept)
         if fast is not None:
             contents = _with_events(fast[0], kept)
@@ -83,40 +82,62 @@ def read_for_open_fd(fd: int, name: str, *, fold: bool = True) -> tuple[LogConte
     return contents, state
 
 
-def _with_events(contents: LogContents, kept: list[Kept]) -> LogContents | None:
+class KeptLines(list[Kept]):
+    """Where the fast check puts the chunks it took (its ``keep``): each chunk's lines, each
+    with its ``\\n``, and their event types are taken as the chunk comes (the check's decoded
+    items are let go with the chunk, not kept to the end), in :attr:`rows` and :attr:`kinds`;
+    the list itself stays empty. :attr:`failed`: a line did not decode as the open needs
+    (:func:`_chunk_kinds`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[bytes] = []
+        self.kinds: list[str] = []
+        self.failed = False
+
+    def append(self, chunk: Kept) -> None:
+        if self.failed:
+            return
+        rows = _with_line_ends(chunk[0])
+        try:
+            kinds = _chunk_kinds(rows, chunk[1])
+        except (msgspec.DecodeError, RecursionError):
+            self.failed = True
+            return
+        self.rows += rows
+        self.kinds += kinds
+
+
+def _with_events(contents: LogContents, kept: KeptLines) -> LogContents | None:
     """``contents`` (a fast check's, no events kept) with the events of the lines the check
-    kept, or None when a line does not decode as the fast path needs."""
-    events: list[LogEvent] = []
-    try:
-        for rows, decoded in kept:
-            events.extend(_chunk_events(rows, decoded))
-    except (msgspec.DecodeError, RecursionError):
+    kept, each built on first use (:class:`~schedlog.eventlog.line_events.LineEvents`), or
+    None when a line does not decode as the fast path needs."""
+    if kept.failed or len(kept.rows) != contents.event_count:
         return None
-    if len(events) != contents.event_count:
-        return None
-    return replace(contents, events=tuple(events), events_kept=True)
+    return replace(contents, events=LineEvents(kept.rows, kept.kinds), events_kept=True)
 
 
-def _chunk_events(rows: list[bytes], decoded: list[Any] | None) -> list[LogEvent]:
-    """The events of one kept chunk: its ``type`` and the text of its ``data`` from the fast
-    check's own decoding where it kept it, else from one more decode of the line."""
+def _with_line_ends(rows: list[bytes]) -> list[bytes]:
+    """The rows of a kept chunk, each with its ``\\n`` (a chunk split at ``\\n`` lost them)."""
     if rows and rows[0][-1:] != b"\n":
-        rows = [row + b"\n" for row in rows]  # a chunk split at "\n": each event keeps its own
+        return [row + b"\n" for row in rows]
+    return rows
+
+
+def _chunk_kinds(rows: list[bytes], decoded: list[Any] | None) -> list[str]:
+    """The event type of each line of one kept chunk, from the fast check's own decoding where
+    it kept it, else from one more decode of each line. Every line whose ``data`` the check did
+    not keep as text (a change or a follow-up, decoded typed, and each line of a chunk read
+    line by line) is decoded once more into ``type`` and the text of ``data`` here, so that the
+    event built from it on first use is sure to decode: a ``DecodeError`` sends the open to the
+    reference."""
     if decoded is None:
         decoded = list(map(_decode_event, rows))
-    if not decoded or type(decoded[0]) is wire.Envelope or type(decoded[0]) is _Event:
-        kinds = list(map(_KIND, decoded))
-        texts = list(map(_DATA, decoded))
-    else:  # the single-pass decoder's: the type is the class's tag, typed payloads decoded
-        classes = list(map(type, decoded))
-        tags = {cls: single_line_tag(cls) for cls in set(classes)}
-        kinds = list(map(tags.__getitem__, classes))
-        texts = list(map(_DATA, decoded))
-        typed = map(_TYPED_LINES.__contains__, classes)
-        for index in compress(range(len(classes)), typed):
-            texts[index] = _decode_event(rows[index]).data
-    return list(map(_event, kinds, texts, rows))
-
-
-def _event(kind: str, text: msgspec.Raw, raw: bytes) -> LogEvent:
-    return LogEvent(type=kind, data=text, raw=raw)
+    if not decoded or type(decoded[0]) is wire.Envelope:
+        return list(map(_KIND, decoded))
+    # the single-pass decoder's: the type is the class's tag, typed payloads decoded
+    classes = list(map(type, decoded))
+    tags = {cls: single_line_tag(cls) for cls in set(classes)}
+    for index in compress(range(len(classes)), map(_TYPED_LINES.__contains__, classes)):
+        _decode_event(rows[index])
+    return list(map(tags.__getitem__, classes))

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import structlog
-
+from schedlog._lazy import LazyLogger
 from schedlog.diagnostics import instant_field
 from schedlog.eventlog.followups import Member
 from schedlog.fold.incremental import FoldCursor
@@ -24,7 +23,7 @@ from schedlog.runtime.tools import SessionTools, ToolValue
 
 __all__ = ["BatchSession", "delivery_json"]
 
-log = structlog.get_logger("schedlog.runtime")
+log = LazyLogger("schedlog.runtime")
 
 
 def delivery_json(message: FollowupMessage) -> dict[str, Any]:

@@ -7,12 +7,15 @@ that returns early or late only costs one extra decision.
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import itertools
 import time
+from typing import TYPE_CHECKING
 
 from schedlog.clock import MAX_WAIT_MS
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["SystemClock", "VirtualClock"]
 
@@ -24,6 +27,8 @@ class SystemClock:
         return time.time_ns() // 1_000_000
 
     async def sleep_until(self, deadline_ms: int) -> None:
+        import asyncio  # a running loop has it; a clock made without one never imports it
+
         delay = min(max(deadline_ms - self.now_ms(), 0), MAX_WAIT_MS)
         await asyncio.sleep(delay / 1000)
 
@@ -54,6 +59,8 @@ class VirtualClock:
         self.set(self._now + delta_ms)
 
     async def sleep_until(self, deadline_ms: int) -> None:
+        import asyncio  # a running loop has it: ``session batch`` never sleeps, nor imports it
+
         if deadline_ms <= self._now:
             await asyncio.sleep(0)
             return
@@ -72,6 +79,8 @@ class VirtualClock:
 
     async def settle(self) -> None:
         """Let every runnable task and callback run until the event loop has nothing ready."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         for _ in range(10_000):
             await asyncio.sleep(0)

@@ -16,9 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-import structlog
-
 from schedlog._crashpoints import crashpoint
+from schedlog._lazy import LazyLogger
 from schedlog.clock import Clock
 from schedlog.delivery_plan import plan_delivery
 from schedlog.diagnostics import failure_fields, instant_field, recovered_fields
@@ -54,7 +53,7 @@ __all__ = [
     "select_due",
 ]
 
-log = structlog.get_logger("schedlog.runtime")
+log = LazyLogger("schedlog.runtime")
 
 OutcomeKind = Literal[
     "idle", "delivered", "preflight_failed", "invalid_clock", "followup_failed", "faulted"

@@ -27,6 +27,7 @@ from typing import Literal
 
 from schedlog.clock import MAX_WAIT_MS, Clock
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE
+from schedlog.eventlog.line_events import has_type
 from schedlog.fold.incremental import FoldCursor
 from schedlog.runtime.delivery import (
     Outcome,
@@ -118,8 +119,8 @@ class LiveOwner:
         if not self._has_schedule_events:
             try:
                 events = self.log.events()
-                owned = events[self.log.header.seed_length :]
-                self._has_schedule_events = any(e.type == SCHEDULE_CHANGE_TYPE for e in owned)
+                seed = self.log.header.seed_length
+                self._has_schedule_events = has_type(events, SCHEDULE_CHANGE_TYPE, seed)
             except Exception:
                 self._has_schedule_events = True  # let the drive report what is wrong
         if self._has_schedule_events:

@@ -13,20 +13,23 @@ outbox is always in the log.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog import build_followup
 from schedlog.eventlog.events import LogEvent
 from schedlog.eventlog.header import Header
+from schedlog.eventlog.line_events import LineEvents
 from schedlog.fold.incremental import FoldCursor
 from schedlog.fold.state import FoldState
 from schedlog.invariant.appender import LogAppender
 from schedlog.runtime.interfaces import FollowupMessage
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["FileSession", "default_session_id"]
 
@@ -71,16 +74,17 @@ class FileSession:
         self.path = os.fspath(path)
         self._new_session_id = session_id or default_session_id(path)
         self._log: LogAppender | None = None
-        self._events: list[LogEvent] = []
+        self._events: list[LogEvent] | LineEvents = []
         # The list read at open, how many events it held then, and their fold.
-        self._opened: tuple[list[LogEvent], int, FoldState] | None = None
+        self._opened: tuple[Sequence[LogEvent], int, FoldState] | None = None
         self._open_error: BaseException | None = None
         self.outbox: list[FollowupMessage] = []
         self._on_followup = on_followup
         self._turn = False
         self._claimed = False
-        self._idle = asyncio.Event()
-        self._idle.set()
+        # Set while the agent is idle; made by the first ``when_idle`` (``session batch`` never
+        # waits, and never imports asyncio).
+        self._idle: asyncio.Event | None = None
         self._subscribers: list[Callable[[], None]] = []
 
     # --- the session log ---------------------------------------------------------------------
@@ -103,7 +107,10 @@ class FileSession:
             if was_enabled:
                 gc.enable()
         self._log, self._open_error = log, None
-        self._events = list(log.events_at_open)  # the open read them: no second read
+        # The open read them: no second read. The events an open's fast path read are built
+        # on first use (docs/decisions.md, "Opening a session: events built on first use").
+        read = log.events_at_open
+        self._events = read.copy() if type(read) is LineEvents else list(read)
         self._opened = (self._events, len(self._events), log.state) if log.schedule_folded else None
         return True
 
@@ -175,7 +182,8 @@ class FileSession:
         if self.busy:
             raise RuntimeError("the agent is already busy")
         self._turn = True
-        self._idle.clear()
+        if self._idle is not None:
+            self._idle.clear()
 
     def end_turn(self) -> None:
         """The turn ended: the agent is idle, and idle subscribers are notified."""
@@ -188,7 +196,8 @@ class FileSession:
         if self.busy:
             return None
         self._claimed = True
-        self._idle.clear()
+        if self._idle is not None:
+            self._idle.clear()
         return _Claim(self)
 
     def _end_claim(self) -> None:
@@ -198,10 +207,16 @@ class FileSession:
         self._update_idle()
 
     def _update_idle(self) -> None:
-        if not self.busy:
+        if not self.busy and self._idle is not None:
             self._idle.set()
 
     async def when_idle(self) -> None:
+        if self._idle is None:
+            import asyncio  # the loop running this has it
+
+            self._idle = asyncio.Event()
+            if not self.busy:
+                self._idle.set()
         while self.busy:
             await self._idle.wait()
 

@@ -123,3 +123,114 @@ def test_implementation_names_are_still_importable_from_the_command_modules(
         assert getattr(module, name) is not None
     with pytest.raises(AttributeError):
         getattr(module, "no_such_name")  # noqa: B009
+
+
+#: ``session batch`` in a fresh interpreter, stdin given; then the modules it imported, and the
+#: schedlog modules that hold a structlog logger of their own (which would log unconfigured:
+#: ``session batch`` configures structlog only when a ``LazyLogger`` first logs).
+BATCH_PROBE = """
+import contextlib, io, json, sys
+from schedlog.cli.main import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(sys.argv[1:])
+modules = sorted(sys.modules)
+import structlog
+own = sorted(
+    f"{name}.{attr}"
+    for name, module in list(sys.modules.items())
+    if name.startswith("schedlog")
+    for attr, value in vars(module).items()
+    if type(value).__name__ == "BoundLoggerLazyProxy"
+)
+print(json.dumps({"code": code, "modules": modules, "out": out.getvalue(), "own": own}))
+"""
+
+REQUESTS = [
+    '{"op":"schedule_create","now":"2026-05-01T09:00:00Z",'
+    '"args":{"prompt":"<b>p</b> \\ud800","after_seconds":60}}',
+    '{"op":"schedule_list","now":"2026-05-01T09:00:00Z","args":{}}',
+    '{"op":"tick","now":"2026-05-01T09:05:00Z"}',
+    '{"op":"schedule_create","now":"2026-05-01T09:05:00Z",'
+    '"args":{"prompt":"q","every_seconds":3600}}',
+    '{"op":"schedule_delete","now":"2026-05-01T09:05:00Z","args":{"id":"schedule-2"}}',
+    '{"op":"archive_activity","now":"2026-05-01T09:06:00Z"}',
+    '{"op":"archive_stop","now":"2026-05-01T09:06:00Z"}',
+]
+
+
+def batch_run(log: Path, requests: list[str]) -> tuple[dict[str, object], str]:
+    done = subprocess.run(
+        [sys.executable, "-c", BATCH_PROBE, "session", "batch", "--log", str(log)],
+        cwd=REPO,
+        input="".join(r + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, object] = json.loads(done.stdout)
+    return result, done.stderr
+
+
+def test_session_batch_imports_no_structlog_asyncio_or_live_engine(tmp_path: Path) -> None:
+    log = tmp_path / "s-1.jsonl"
+    result, stderr = batch_run(log, REQUESTS)
+    answers = [json.loads(line) for line in str(result["out"]).splitlines()]
+    assert result["code"] == 0 and len(answers) == len(REQUESTS) and stderr == ""
+    assert len(answers[2]["ok"]["delivered"]) == 1  # a tick delivered
+    assert answers[4] == {"ok": {"id": "schedule-2", "deleted": True}}
+    modules = result["modules"]
+    assert isinstance(modules, list)
+    heavy_ones = [m for m in modules if m.split(".")[0] in ("asyncio", "structlog", "rich")]
+    assert heavy_ones == []
+    assert "schedlog.runtime.engine" not in modules and "schedlog.runtime.owner" not in modules
+    assert [m for m in modules if m.startswith(("schedlog.host", "schedlog.serve"))] == []
+    assert result["own"] == []
+    # ``session`` registers only the session commands (and the log commands' wiring, which
+    # the command module imports first).
+    assert [m for m in modules if m.startswith("schedlog.cli.") and m.endswith("_cmd")] == [
+        "schedlog.cli.logs_cmd",
+        "schedlog.cli.session_cmd",
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["session", "--help"],
+        ["session", "batch", "--help"],
+        ["session", "run", "--help"],
+        ["session"],
+        ["session", "bogus"],
+        ["session", "batch"],
+        ["session", "run", "--log", "x", "--log-level", "loud"],
+    ],
+)
+def test_the_session_parser_alone_answers_as_the_whole_parser(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from schedlog.cli.main import build_parser
+
+    answers = []
+    for parser in (build_parser(), build_parser(session_only=True)):
+        with pytest.raises(SystemExit) as exited:
+            parser.parse_args(argv)
+        out, err = capsys.readouterr()
+        answers.append((exited.value.code, out, err))
+    assert answers[0] == answers[1] and (answers[0][1] or answers[0][2])
+
+
+def test_session_batch_logs_its_first_line_configured(tmp_path: Path) -> None:
+    log = tmp_path / "s-1.jsonl"
+    log.write_bytes(
+        b'{"type":"session/header","version":1,"sessionId":"s-1","seedLength":0,'
+        b'"parentSessionId":null}\n{"type":"m","da'
+    )
+    result, stderr = batch_run(log, REQUESTS[1:2])
+    assert result["code"] == 0 and json.loads(str(result["out"])) == {"ok": []}
+    lines = [json.loads(line) for line in stderr.splitlines()]
+    assert [(d["event"], d["level"], d["bytes"]) for d in lines] == [
+        ("session_log.torn_tail_truncated", "warning", 15)
+    ]
+    assert "timestamp" in lines[0] and "structlog" in result["modules"]  # type: ignore[operator]
+    assert result["own"] == []
