@@ -211,10 +211,15 @@ class DrivePasses:
         return self.core.due(now, skip)
 
     async def _plan(self, due: Sequence[StoredTask]) -> list[Group]:
-        """The pass's groups (:func:`plan_groups`); for a batched pass of many due tasks,
-        planned on a worker thread, so the loop goes on serving requests meanwhile
-        (docs/decisions.md "The API during a burst")."""
-        if self._batch is None or len(due) < self._batch.scan_from:
+        """The pass's groups (:func:`plan_groups`); for a batched pass of many tasks due on a
+        local store, planned on a worker thread, so the loop goes on serving requests meanwhile
+        (docs/decisions.md "The API during a burst"). A write that lands meanwhile is queued
+        before the pass's runs, which read its task again (the pass's :class:`DueSnapshot`).
+        A shared store's batch holds its sessions' locks, so its runs are queued at once,
+        before any pause that would wait for those locks on the loop."""
+        batch = self._batch
+        local = isinstance(self.core.due_tasks, LocalTimerIndex)
+        if batch is None or not local or len(due) < batch.scan_from:
             return plan_groups(due)
         return await asyncio.to_thread(plan_groups, due)
 
