@@ -293,7 +293,9 @@ class DrivePasses:
             last = await queued
             outcomes.update(zip(map(id, run), last, strict=True))
         await self._report(last)
-        for group in groups:
+        for done, group in enumerate(groups):
+            if done and done % REPORT_SLICE == 0:  # the pass's outcomes, a slice at a time
+                await asyncio.sleep(0)
             yield outcomes.get(id(group))
 
     async def _report(self, ran: Sequence[Outcome]) -> None:
