@@ -42,8 +42,9 @@ Modes:
   under two different message ids (repeats of one message id, retries, are reported apart as
   ``repeated_posts``).
 * ``--api-probe``: the hosts are ``host serve`` processes; from T until the burst is in, a
-  thread sends, one at a time, ``GET /v1/tasks?limit=50`` and a ``schedule_create`` (due a day
-  later) to the first host, alternately, and reports p50/p99/max of each.
+  process of its own (``benchmarks/burst_probe.py``, apart from this one's polling) sends, one
+  at a time, ``GET /v1/tasks?limit=50`` and a ``schedule_create`` (due a day later) to the
+  first host, alternately, and reports p50/p99/max of each.
 * ``--startup``: a ``--startup-tasks`` store (SQLite: as ``benchmarks/store_scale.py`` fills
   it, one task already due; PostgreSQL: ``INSERT … SELECT generate_series`` of tasks due in 2030
   plus one already due) and one ``host run``: seconds from starting the process to its
@@ -61,7 +62,6 @@ load average. Every loop is bounded in count and time; all traffic goes to 127.0
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import secrets
@@ -71,7 +71,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -80,8 +79,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from benchmarks.burst_probe import ProbeProcess
 from benchmarks.burst_receiver import Receiver
-from benchmarks.http import _load_avg, _percentile
+from benchmarks.http import _load_avg
 from benchmarks.pg_hosts import errors_in, first_started, with_db
 from schedlog.eventlog.reader import read_log
 from schedlog.rules.instants import format_instant
@@ -417,62 +417,7 @@ def start_serve_hosts(side: Side, store: str, k: int, extra: list[str], token: s
     return hosts
 
 
-# --- the API probe (the webhook receiver is benchmarks/burst_receiver.py) ---------------------
-
-
-class Probe(threading.Thread):
-    """One call at a time to a ``host serve``: ``GET /v1/tasks?limit=50`` and a
-    ``schedule_create`` alternately, from ``start`` (epoch s) until stopped; at most
-    ``limit`` calls."""
-
-    def __init__(self, url: str, token: str, start: float, limit: int = 100_000) -> None:
-        super().__init__(daemon=True)
-        rest = url.removeprefix("http://")
-        self.host, self.base = rest.split("/", 1)[0], "/" + rest.split("/", 1)[1]
-        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        self.start_at, self.limit = start, limit
-        self.stop_flag = threading.Event()
-        self.latencies: dict[str, list[float]] = {"list": [], "create": []}
-        self.failed = 0
-
-    def run(self) -> None:
-        conn = http.client.HTTPConnection(self.host, timeout=30)
-        while time.time() < self.start_at and not self.stop_flag.wait(0.005):
-            pass
-        for i in range(self.limit):
-            if self.stop_flag.is_set():
-                break
-            kind = "list" if i % 2 == 0 else "create"
-            body = json.dumps({"prompt": f"probe {i}", "title": "Probe", "after_seconds": 86_400})
-            started = time.perf_counter()
-            try:
-                if kind == "list":
-                    conn.request("GET", f"{self.base}/tasks?limit=50", headers=self.headers)
-                else:
-                    path = f"{self.base}/sessions/probe/tools/schedule_create"
-                    conn.request("POST", path, body=body, headers=self.headers)
-                response = conn.getresponse()
-                response.read()
-            except (OSError, http.client.HTTPException):
-                self.failed += 1
-                conn.close()
-                self.stop_flag.wait(0.05)
-                continue
-            if response.status != 200:
-                self.failed += 1
-                continue
-            self.latencies[kind].append(time.perf_counter() - started)
-        conn.close()
-
-    def report(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"probe_failed": self.failed}
-        for kind, values in self.latencies.items():
-            out[f"probe_{kind}_calls"] = len(values)
-            if values:
-                out[f"probe_{kind}_p50_ms"] = round(_percentile(values, 0.50) * 1000, 1)
-                out[f"probe_{kind}_p99_ms"] = round(_percentile(values, 0.99) * 1000, 1)
-                out[f"probe_{kind}_max_ms"] = round(max(values) * 1000, 1)
-        return out
+# --- the API probe: benchmarks/burst_probe.py (the webhook receiver: benchmarks/burst_receiver.py)
 
 
 # --- one burst run -----------------------------------------------------------------------------
@@ -534,20 +479,17 @@ def _deliver(
         ready = time.time()
         probe = None
         if mode == "api-probe":
-            probe = Probe(hosts.serves[0].url, _TOKEN, burst.target_ms / 1000)
-            probe.start()
+            probe = ProbeProcess(hosts.serves[0].url, _TOKEN, burst.target_ms / 1000)
         until = burst.target_ms / 1000 + args.timeout
         cpu_idle = hosts.cpu_s()  # start-up done; the burst is still ahead
         finished = _wait(target, hosts, until, args.poll_ms / 1000)
         host_cpu = round(hosts.cpu_s() - cpu_idle, 2)
-        if probe is not None:
-            probe.stop_flag.set()
-            probe.join(timeout=60)
+        probe_report = probe.stop() if probe is not None else {}
         load_after = _load_avg()
         codes = hosts.stop()
         out = lateness(list(target.seen.values()), burst.target_ms, len(expected))
         out |= receiver.check() if receiver is not None else check_logs(sessions_dir, expected)
-        out |= probe.report() if probe is not None else {}
+        out |= probe_report
     finally:
         if receiver is not None:
             receiver.close()

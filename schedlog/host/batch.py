@@ -268,6 +268,10 @@ class BatchDelivery:
             done += len(pairs)
             if done >= REPORT_SLICE:  # let the loop serve reads between slices
                 done = 0
+                # Their change events too: a thousand at once held the loop (catalog, event
+                # stream, MCP): docs/decisions.md "The API during a burst".
+                self.core.notify(changes)
+                changes = []
                 await asyncio.sleep(0)
         self.core.notify(changes)
         return [outcomes.get(id(group)) for group in groups]

@@ -28,6 +28,7 @@ reference:
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Final, NamedTuple
 
@@ -45,6 +46,7 @@ from schedlog.host.stores.base import (
 from schedlog.host.task import Task
 
 __all__ = [
+    "CACHED_TASKS",
     "CATALOG_STATUSES",
     "DEFAULT_CATALOG_PAGE",
     "MAX_CATALOG_PAGE",
@@ -67,6 +69,8 @@ DEFAULT_CATALOG_PAGE: Final = 100
 #: The statuses a catalog page can be filtered by.
 CATALOG_STATUSES: Final = ("active", "inactive", "retrying", "paused")
 
+#: The most tasks a catalog index keeps decoded (those its pages returned last): two full pages.
+CACHED_TASKS: Final = 2 * (MAX_CATALOG_PAGE + 1)
 #: ``task -> effective status`` ("active", "inactive" or "retrying").
 StatusOf = Callable[[Task], str]
 Key = CatalogKey
@@ -143,13 +147,18 @@ class _Row(NamedTuple):
 
 
 class CatalogIndex:
-    """Sort keys and filter fields of every task, kept current through change events."""
+    """Sort keys and filter fields of every task, kept current through change events, and the
+    tasks pages returned lately (at most :data:`CACHED_TASKS`), kept exact the same way: a
+    change that carries its committed task replaces a cached one, any other evicts it. A page
+    of tasks served lately reads nothing from the store (docs/decisions.md "The API during a
+    burst": under a burst, each row a read steps through waits for the interpreter lock)."""
 
     def __init__(self, store: TaskStore, source: ChangeSource) -> None:
         self._store = store
         self._keys: SortedList[Key] = SortedList()
         self._rows: dict[str, tuple[Key, _Row]] = {}
         self._dirty: set[str] = set()
+        self._cache: OrderedDict[str, Task] = OrderedDict()
         if isinstance(store, CatalogRows):
             rows = store.catalog_rows()
         else:
@@ -172,10 +181,13 @@ class CatalogIndex:
         t = change.task
         if t is None:
             self._dirty.add(change.id)
+            self._cache.pop(change.id, None)
             return
         # The committed task came with the change (a batched delivery): no read-back, so a
         # page after a burst does not decode a thousand tasks on the event loop.
         self._dirty.discard(change.id)
+        if change.id in self._cache:
+            self._cache[change.id] = t
         old = self._rows.pop(change.id, None)
         if old is not None:
             self._keys.remove(old[0])
@@ -187,11 +199,14 @@ class CatalogIndex:
 
     def _refresh(self) -> None:
         dirty, self._dirty = self._dirty, set()
+        if not dirty:
+            return
+        found = _read_many(self._store, sorted(dirty))  # one read for all of them
         for task_id in dirty:
             old = self._rows.pop(task_id, None)
             if old is not None:
                 self._keys.remove(old[0])
-            st = self._store.get(task_id)
+            st = found.get(task_id)
             if st is not None:
                 t = st.task
                 self._put(_key(t), _Row(t.session_id, (t.record.title or "").casefold(), t.active))
@@ -206,23 +221,41 @@ class CatalogIndex:
         candidates = (key for key in keys if self._row_matches(key[1], query))
         out: list[Task] = []
         while chunk := list(itertools.islice(candidates, query.limit + 1)):
-            # One read for a page's tasks, not one per task: under a burst, every read that
-            # lets go of the interpreter waits to get it back from the delivery threads.
-            found = _read_many(self._store, [key[1] for key in chunk])
+            found = self._tasks([key[1] for key in chunk])
             for key in chunk:
-                st = found.get(key[1])
+                task = found.get(key[1])
                 if len(out) == query.limit:
                     if query.status is None or (
-                        st is not None and status_of(st.task) == query.status
+                        task is not None and status_of(task) == query.status
                     ):
                         return Page(out, True)
                     continue
-                if st is None:  # pragma: no cover - the index was refreshed just now
+                if task is None:  # pragma: no cover - the index was refreshed just now
                     continue
-                if query.status is not None and status_of(st.task) != query.status:
+                if query.status is not None and status_of(task) != query.status:
                     continue
-                out.append(st.task)
+                out.append(task)
         return Page(out, False)
+
+    def _tasks(self, ids: list[str]) -> dict[str, Task]:
+        """The committed tasks of ``ids``: from the cache, the others in one read (then
+        cached, the least recently used dropped beyond :data:`CACHED_TASKS`)."""
+        cache = self._cache
+        missing = [task_id for task_id in ids if task_id not in cache]
+        if missing:
+            # One read for a page's tasks, not one per task: under a burst, every read that
+            # lets go of the interpreter waits to get it back from the delivery threads.
+            for st in _read_many(self._store, missing).values():
+                cache[st.task.id] = st.task
+        found: dict[str, Task] = {}
+        for task_id in ids:
+            task = cache.get(task_id)
+            if task is not None:
+                cache.move_to_end(task_id)
+                found[task_id] = task
+        while len(cache) > CACHED_TASKS:
+            cache.popitem(last=False)
+        return found
 
     def _row_matches(self, task_id: str, query: CatalogQuery) -> bool:
         _, row = self._rows[task_id]
@@ -292,6 +325,13 @@ class Catalog:
         if not self._opened:
             self._index = index_for(self._store, self._source)
             self._opened = True
+
+    @property
+    def by_store(self) -> bool:
+        """Whether pages are read from a store that orders its tasks itself (no index is
+        kept of it: :func:`ordered_page`), which any thread may do; opens the catalog."""
+        self.open()
+        return self._index is None and isinstance(self._store, OrdersCatalog)
 
     def page(self, query: CatalogQuery, status_of: StatusOf = effective_status) -> Page:
         self.open()

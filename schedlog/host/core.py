@@ -215,7 +215,7 @@ class HostCore:
         write itself ran on the writer thread."""
         for seq, task in zip(seqs, tasks, strict=True):
             self._reindex(StoredTask(seq, task))
-        self._changed(TaskChange(t.id, t.session_id, "created") for t in tasks)
+        self._changed(TaskChange(t.id, t.session_id, "created", t) for t in tasks)
         self.drive_requested()
 
     def _replace(self, st: StoredTask, task: Task) -> None:

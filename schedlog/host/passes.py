@@ -168,20 +168,27 @@ class DrivePasses:
         timer, with a backoff) returns once the POSTs are started: each reports its own
         outcome and asks for the next pass when it ends.
         """
+        snapshot: DueSnapshot | None = None
         try:
             try:
                 if due is None:
                     due = await self._due(excluded)
-                groups = plan_groups(due)
+                if self._batch is not None:
+                    # Listening from the scan on: a write that lands while the pass plans
+                    # (off the loop, for many) is read again by the runs.
+                    snapshot = DueSnapshot(self.core, due)
+                groups = await self._plan(due)
             except Exception as exc:
                 _log.error("delivery.stopped", **failure_fields("dispatch stopped", exc))
                 self._scan_failed = True
                 return [], set()
             outcomes: list[tuple[Delivered | None, set[str]]] = []
             if self._posts is None:
-                async for outcome in self._outcomes(groups, due):
+                async for outcome in self._outcomes(groups, snapshot):
                     outcomes.append(self._reported(outcome))
         finally:
+            if snapshot is not None:
+                snapshot.close()
             await self._end_pass()
         if self._posts is not None:
             started = [self._posts.start(group) for group in groups]
@@ -202,6 +209,19 @@ class DrivePasses:
         if self._batch is not None and isinstance(self.core.due_tasks, LocalTimerIndex):
             return await self._batch.scan(now, skip)
         return self.core.due(now, skip)
+
+    async def _plan(self, due: Sequence[StoredTask]) -> list[Group]:
+        """The pass's groups (:func:`plan_groups`); for a batched pass of many tasks due on a
+        local store, planned on a worker thread, so the loop goes on serving requests meanwhile
+        (docs/decisions.md "The API during a burst"). A write that lands meanwhile is queued
+        before the pass's runs, which read its task again (the pass's :class:`DueSnapshot`).
+        A shared store's batch holds its sessions' locks, so its runs are queued at once,
+        before any pause that would wait for those locks on the loop."""
+        batch = self._batch
+        local = isinstance(self.core.due_tasks, LocalTimerIndex)
+        if batch is None or not local or len(due) < batch.scan_from:
+            return plan_groups(due)
+        return await asyncio.to_thread(plan_groups, due)
 
     async def _end_pass(self) -> None:
         """Give back what the pass's batched claim still holds (its claims not committed and
@@ -246,11 +266,11 @@ class DrivePasses:
         return settled and isinstance(outcome, Delivered)
 
     async def _outcomes(
-        self, groups: Sequence[Group], due: Sequence[StoredTask]
+        self, groups: Sequence[Group], snapshot: DueSnapshot | None
     ) -> AsyncIterator[Outcome]:
         """Each group's delivery, in order: batched runs (schedlog.host.batch) when this host
-        may batch, else one group per FIFO slot."""
-        if self._batch is None:
+        may batch (``snapshot``: the pass's scan), else one group per FIFO slot."""
+        if self._batch is None or snapshot is None:
             for group in groups:
                 try:
                     yield await self._deliver(group)
@@ -258,26 +278,24 @@ class DrivePasses:
                     yield exc
             return
         batch = self._batch
-        snapshot = DueSnapshot(self.core, due)
         outcomes: dict[int, Outcome] = {}
-        try:
-            # Runs packed by session, reported in group order; no more sessions in a run than
-            # the sessions directory keeps open.
-            max_open = getattr(self.core.sessions, "max_open", None)
-            runs = chunks(groups, max_sessions=max_open)
-            last: list[Outcome] = []
-            for run in runs:
-                deliver = functools.partial(batch.deliver, run, snapshot)
-                # The next run is queued before the last one is reported: its appends run on
-                # the pool while the loop writes the last one's delivery lines.
-                queued = self._fifo.submit_run(cast(Callable[[], list[Outcome]], deliver))
-                await self._report(last)
-                last = await queued
-                outcomes.update(zip(map(id, run), last, strict=True))
+        # Runs packed by session, reported in group order; no more sessions in a run than
+        # the sessions directory keeps open.
+        max_open = getattr(self.core.sessions, "max_open", None)
+        runs = chunks(groups, max_sessions=max_open)
+        last: list[Outcome] = []
+        for run in runs:
+            deliver = functools.partial(batch.deliver, run, snapshot)
+            # The next run is queued before the last one is reported: its appends run on
+            # the pool while the loop writes the last one's delivery lines.
+            queued = self._fifo.submit_run(cast(Callable[[], list[Outcome]], deliver))
             await self._report(last)
-        finally:
-            snapshot.close()
-        for group in groups:
+            last = await queued
+            outcomes.update(zip(map(id, run), last, strict=True))
+        await self._report(last)
+        for done, group in enumerate(groups):
+            if done and done % REPORT_SLICE == 0:  # the pass's outcomes, a slice at a time
+                await asyncio.sleep(0)
             yield outcomes.get(id(group))
 
     async def _report(self, ran: Sequence[Outcome]) -> None:

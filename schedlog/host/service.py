@@ -249,10 +249,17 @@ class HostService(DrivePasses):
         self._check_open()
         self._catalog.open()
 
-    def catalog_page(self, query: CatalogQuery, status_of: StatusOf = effective_status) -> Page:
+    async def catalog_page(
+        self, query: CatalogQuery, status_of: StatusOf = effective_status
+    ) -> Page:
         """One catalog page (``GET /v1/tasks``); ``status_of`` gives a task's status, for
-        the ``status`` filter (a delivery sink knows which tasks it is retrying)."""
+        the ``status`` filter (a delivery sink knows which tasks it is retrying). A page of
+        this process's index is cut on the loop (it reads one query's rows); a page the store
+        orders (PostgreSQL, by SQL) is read on a worker thread, so the loop goes on serving
+        meanwhile (docs/decisions.md "The API during a burst")."""
         self._check_open()
+        if self._catalog.by_store:
+            return await asyncio.to_thread(self._catalog.page, query, status_of)
         return self._catalog.page(query, status_of)
 
     def explain(self, task_id: str, count: int) -> dict[str, Any] | None:

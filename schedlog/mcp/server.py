@@ -64,6 +64,8 @@ class ReminderServer:
         self._listen = ListenHandler(self._bus)
         self._legacy: dict[str, set[ServerSession]] = {}  # uri -> handshake-era subscribers
         self._pending: set[asyncio.Task[None]] = set()
+        #: Resources changed and not told yet, in order (:meth:`_changed`).
+        self._changed_uris: dict[str, None] = {}
         self._unsubscribe = backend.subscribe(self._changed)
         self.server: Server[Any] = Server(
             SERVER_NAME,
@@ -172,11 +174,25 @@ class ReminderServer:
     # --- change notifications ---------------------------------------------------------------
 
     def _changed(self, session_id: str) -> None:
-        """The backend's change feed (on the event loop): tell the session's subscribers."""
-        uri = reminders_uri(session_id)
-        self._spawn(self._bus.publish(ResourceUpdated(uri=uri)))
-        for session in list(self._legacy.get(uri, ())):
-            self._spawn(self._send_updated(session, uri))
+        """The backend's change feed (on the event loop): tell the session's subscribers.
+
+        The sessions changed are collected and told by one task, each once, in the order of
+        their first change (a batched delivery reports a thousand changes at once: one task
+        per change held the loop; docs/decisions.md "The API during a burst"). A change made
+        while that task runs is told after it, so none is missed."""
+        uris = self._changed_uris
+        first = not uris
+        uris.setdefault(reminders_uri(session_id), None)
+        if first and not self._spawn(self._tell_changed()):
+            uris.clear()  # no running loop: the service is closing, nobody to tell
+
+    async def _tell_changed(self) -> None:
+        while self._changed_uris:
+            uri = next(iter(self._changed_uris))
+            del self._changed_uris[uri]
+            for session in list(self._legacy.get(uri, ())):
+                self._spawn(self._send_updated(session, uri))
+            await self._bus.publish(ResourceUpdated(uri=uri))  # ends with a checkpoint
 
     async def _send_updated(self, session: ServerSession, uri: str) -> None:
         try:
@@ -184,16 +200,19 @@ class ReminderServer:
         except Exception:  # the connection is gone: forget it
             self._legacy.get(uri, set()).discard(session)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> bool:
+        """Run ``coro`` as a task of its own; False when there is no running loop."""
         try:
             task = asyncio.get_running_loop().create_task(coro)
         except RuntimeError:  # no running loop (the service is closing): nobody to tell
             coro.close()
-            return
+            return False
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+        return True
 
     async def drain(self) -> None:
         """Wait for the notifications already started (tests, shutdown)."""
-        with contextlib.suppress(Exception):
-            await asyncio.gather(*self._pending)
+        while self._pending:  # the teller of changes starts tasks of its own
+            with contextlib.suppress(Exception):
+                await asyncio.gather(*self._pending)

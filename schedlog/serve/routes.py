@@ -138,7 +138,7 @@ async def catalog(request: Request) -> Response:
         return task.effective_status
 
     wanted = CatalogQuery(limit, after, descending, session_id, status, title)
-    page = service.catalog_page(wanted, status_of)
+    page = await service.catalog_page(wanted, status_of)
     next_cursor = _encode_cursor(page.tasks[-1]) if page.more else None
     items = [_entry(t, retry_state(t.id) if t.active else None) for t in page.tasks]
     return json_response({"items": items, "nextCursor": next_cursor})

@@ -121,3 +121,15 @@ def test_lateness_shares_of_all_expected() -> None:
         "p100_s": None,
     }
     assert burst.lateness([], target_ms, 0) == {"p50_s": None, "p99_s": None, "p100_s": None}
+
+
+def test_the_api_probe_reports_from_a_process_of_its_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["--reminders", "20", "--sessions", "4", "--margin", "5", "--poll-ms", "10"]
+    code = burst.main([*argv, "--api-probe", "--timeout", "120", "--dir", str(tmp_path)])
+    _, run, _ = _lines(capsys.readouterr().out)
+    assert code == 0 and run["mode"] == "api-probe"
+    assert (run["followups"], run["missing"], run["doubled"]) == (20, 0, 0)
+    assert run["probe_failed"] == 0  # -1: the probe process gave no report
+    assert {"probe_list_calls", "probe_create_calls"} <= set(run)

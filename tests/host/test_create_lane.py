@@ -1,6 +1,7 @@
 """The creates' lane (host/fifo.py, docs/decisions.md "Burst path off the event loop"): with a
 writer thread, a create is not held behind a batched delivery run queued before it, while it
-still lands before any other kind of slot that arrived after it."""
+still lands before any other kind of slot that arrived after it. On both stores with a writer
+thread: SQLite and PostgreSQL (the ``pausable_backend`` parameters)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tests.host.test_service import args, run
 GUARD_S = 60.0
 
 
-def test_a_create_is_not_held_behind_a_delivery_run(tmp_path: Path) -> None:
+def test_a_create_is_not_held_behind_a_delivery_run(tmp_path: Path, pausable_backend: str) -> None:
     async def body(svc: HostService, clock: VirtualClock, _: MemorySessions) -> None:
         gate = asyncio.Event()
         order: list[str] = []
@@ -37,11 +38,11 @@ def test_a_create_is_not_held_behind_a_delivery_run(tmp_path: Path) -> None:
         assert order == ["create", "run"]
         assert [r.id for r in svc.list_records("s-1")] == [record.id]
 
-    run(tmp_path, "sqlite", body)
+    run(tmp_path, pausable_backend, body)
 
 
 def test_a_slot_after_a_run_waits_for_the_run_and_creates_after_it_wait_too(
-    tmp_path: Path,
+    tmp_path: Path, pausable_backend: str
 ) -> None:
     """Only runs are overtaken: an archive stop queued behind a run runs after it, and a
     create that arrives after the stop is not moved ahead of it."""
@@ -65,4 +66,4 @@ def test_a_slot_after_a_run_waits_for_the_run_and_creates_after_it_wait_too(
         assert order == ["run"]
         assert [r.title for r in svc.list_records("s-1")] == ["after"]  # "old" was stopped
 
-    run(tmp_path, "sqlite", body)
+    run(tmp_path, pausable_backend, body)

@@ -380,6 +380,7 @@ def test_a_scan_that_keeps_failing_is_retried_with_back_off(tmp_path: Path, back
 
     async def body(svc: HostService, clock: VirtualClock, _: MemorySessions) -> None:
         await svc.create("s-1", args(after_seconds=60))
+        await clock.settle()  # the create's own drive request is served before the failures
         real_due = svc.core.due
 
         def failing_due(now: int, excluded: Any = ()) -> Any:

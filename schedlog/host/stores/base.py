@@ -140,7 +140,7 @@ class InsertsMany(Protocol):
 class WritesFromAnyThread(Protocol):
     """A store whose writes may run on a thread other than the one that reads, one write at a
     time: they go through a connection of their own, so a read never sees a write before it is
-    committed (the SQLite store)."""
+    committed (the SQLite and PostgreSQL stores)."""
 
     @property
     def writes_from_any_thread(self) -> bool: ...

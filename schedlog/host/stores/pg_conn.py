@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final, TypeVar
@@ -72,7 +73,9 @@ class PgConnection:
         self.lease_ms = LEASE_MS
         self._pool = pool
         self._lock: psycopg.Connection[Any] | None = lock
-        self._tx: psycopg.Connection[Any] | None = None
+        #: The open transaction of :meth:`atomic`, per thread: a write on the host's writer
+        #: thread never joins a transaction the loop has open (``_tx``).
+        self._local = threading.local()
         self._versions: dict[str, int] = {}
         self._claimed: dict[str, int] = {}
         self._invalid: set[str] = set()
@@ -80,6 +83,16 @@ class PgConnection:
         self._listener: Listener | None = None
         #: The connection holding the session lock of the delivery in progress, if any.
         self._session_conn: psycopg.Connection[Any] | None = None
+
+    @property
+    def _tx(self) -> psycopg.Connection[Any] | None:
+        """The connection of this thread's open :meth:`atomic` block, if any."""
+        tx: psycopg.Connection[Any] | None = getattr(self._local, "tx", None)
+        return tx
+
+    @_tx.setter
+    def _tx(self, conn: psycopg.Connection[Any] | None) -> None:
+        self._local.tx = conn
 
     @property
     def path(self) -> str:

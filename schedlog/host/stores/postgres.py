@@ -24,7 +24,7 @@ The parts: connections (:mod:`~schedlog.host.stores.pg_conn`), claims
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -63,6 +63,10 @@ class PostgresTaskStore(PgClaims):
 
     #: Schema version 4 holds paused tasks (:class:`~schedlog.host.stores.base.HoldsPause`).
     pausable = True
+    #: Writes may run on the host's writer thread (:class:`~schedlog.host.stores.base.
+    #: WritesFromAnyThread`): each takes a pool connection of its own, and the transaction of
+    #: :meth:`atomic` belongs to the thread that opened it.
+    writes_from_any_thread = True
 
     @classmethod
     def open(cls, url: str) -> PostgresTaskStore:
@@ -236,19 +240,26 @@ class PostgresTaskStore(PgClaims):
     # --- writes ---------------------------------------------------------------------------
 
     def insert(self, task: Task) -> int:
-        if not (storable(task.id) and storable(task.session_id)):
-            raise StoreWriteError(
-                f"cannot write {self.path}: the id or session id has no UTF-8 form"
-            )
-        params = row_columns(task)
+        (seq,) = self.insert_many([task])
+        return seq
 
-        def run(c: psycopg.Connection[Any]) -> int:
-            row = c.execute(
-                q.INSERT,
-                params,
-            ).fetchone()
-            assert row is not None
-            return int(row[0])
+    def insert_many(self, tasks: Sequence[Task]) -> list[int]:
+        """Append new tasks in one transaction (the host's group commit of creates, which it
+        runs on its writer thread); their ``seq`` in order. All or none are written."""
+        for task in tasks:
+            if not (storable(task.id) and storable(task.session_id)):
+                raise StoreWriteError(
+                    f"cannot write {self.path}: the id or session id has no UTF-8 form"
+                )
+        rows = [row_columns(task) for task in tasks]
+
+        def run(c: psycopg.Connection[Any]) -> list[int]:
+            seqs = []
+            for params in rows:
+                row = c.execute(q.INSERT, params).fetchone()
+                assert row is not None
+                seqs.append(int(row[0]))
+            return seqs
 
         return self._write(run)
 
