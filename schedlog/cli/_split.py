@@ -1,6 +1,7 @@
 """The log commands' use of the other cores: the second part of a long log's check in a child
 process (docs/decisions.md, "A long log is checked in two parts"), and ``validate`` of many logs
-in a few children (:func:`fork_map`; docs/decisions.md, "Validating many logs").
+in this process and a few children (:func:`fork_map`; docs/decisions.md, "Validating many
+logs").
 
 Only the ``schedlog`` command forks, and only for ``validate``, ``replay`` and ``repair``, which
 run no threads: library code never does. :func:`fork_split` is the ``split`` of
@@ -26,6 +27,11 @@ __all__ = ["fork_map", "fork_split", "split_available", "usable_cores"]
 _LENGTH: Final = 8
 #: The bytes of results a child writes to its pipe at once (less than a pipe holds).
 _BUFFER: Final = 1 << 14
+#: This process's run is this many hundredths of a child's: it also writes every result and
+#: reads the children's.
+_OWN_SHARE: Final = 85
+#: The most bytes of results taken from a child's pipe in one read.
+_READ: Final = 1 << 16
 
 
 def usable_cores() -> int:
@@ -44,51 +50,105 @@ def split_available() -> bool:
 
 
 def fork_map(work: Callable[[_T], _R], items: Sequence[_T], workers: int) -> Iterator[_R]:
-    """``map(work, items)``, in order, computed by ``workers`` child processes (item ``i`` by
-    child ``i % workers``) while this one only collects. A child that cannot start, dies or
-    gives a short result leaves the rest of its items to this process, so the results are the
-    same as ``map``'s whatever happens to the children; an exception of ``work`` is raised here,
-    when this process computes that item itself. Results must pickle."""
-    children: list[_Results | None] = [
-        _start(work, items[number::workers]) for number in range(workers)
-    ]
+    """``map(work, items)``, in order, in ``workers`` processes: ``items`` cut in ``workers``
+    runs, the first (a little shorter, :data:`_OWN_SHARE`) computed here, its results given as
+    they come, each other by a child process, whose results this one takes in between (so that
+    no child ever waits on a full pipe) and gives after the run before. A child that cannot
+    start, dies or gives a short result leaves the rest of its run to this process, so the
+    results are the same as ``map``'s whatever happens to the children; an exception of
+    ``work`` is raised here, when this process computes that item itself. Results must pickle.
+
+    Runs rather than every ``workers``-th item (docs/decisions.md, "Validating many logs: one
+    call a small log, the first run in this process"): this process works too, and it reads a
+    child's results once, not after each item of its own."""
+    if workers < 2:
+        yield from map(work, items)
+        return
+    own = len(items) * _OWN_SHARE // (_OWN_SHARE + 100 * (workers - 1))
+    cuts = [0] + [own + (len(items) - own) * n // (workers - 1) for n in range(workers)]
+    runs = [items[cuts[number] : cuts[number + 1]] for number in range(workers)]
+    children = [_start(work, run) for run in runs[1:]]
     try:
-        for index, item in enumerate(items):
-            read = children[index % workers]
-            result = read() if read is not None else None
-            if result is None:
-                children[index % workers] = None  # that child is gone: its items are done here
-                yield work(item)
-            else:
-                yield cast(_R, result[0])
+        for item in runs[0]:
+            yield work(item)
+            for child in children:
+                if child is not None:
+                    child.drain()
+        for child, run in zip(children, runs[1:], strict=True):
+            for item in run:
+                result = child() if child is not None else None
+                if result is None:
+                    child = None  # that child is gone: the rest of its run is done here
+                    yield work(item)
+                else:
+                    yield cast(_R, result[0])
     finally:  # also when the caller stops early: a child still writing gets a broken pipe
-        for read in children:
-            if read is not None:
-                read.close()
+        for results in children:
+            if results is not None:
+                results.close()
 
 
 class _Results:
-    """The results a child writes, read one at a time; ``()`` once it has no more."""
+    """The results a child writes, read one at a time; None once it has no more. Until the
+    first is asked for, :meth:`drain` takes what the child wrote so far without waiting."""
 
     def __init__(self, fd: int, pid: int) -> None:
-        self.pipe = open(fd, "rb", closefd=True)  # noqa: SIM115 - closed by close()
+        self.fd: int | None = fd
         self.pid = pid
+        self.data = bytearray()
+        self.start = 0  # where the next result begins in ``data``
+        self.ended = False  # the child closed its end
+        os.set_blocking(fd, False)
+
+    def drain(self) -> None:
+        """Take what the child wrote so far, without waiting for more."""
+        while self.fd is not None and not self.ended:
+            try:
+                part = os.read(self.fd, _READ)
+            except BlockingIOError:
+                return
+            self._took(part)
+
+    def _took(self, part: bytes) -> None:
+        if part:
+            self.data += part
+        else:
+            self.ended = True
 
     def __call__(self) -> tuple[object] | None:
-        size = self.pipe.read(_LENGTH)
-        if len(size) != _LENGTH:
-            self.close()
+        if self.fd is None:
             return None
-        data = self.pipe.read(int.from_bytes(size, "little"))
+        if not self.ended:
+            os.set_blocking(self.fd, True)
+        while True:
+            data, start = self.data, self.start
+            if len(data) - start >= _LENGTH:
+                size = int.from_bytes(data[start : start + _LENGTH], "little")
+                end = start + _LENGTH + size
+                if len(data) >= end:
+                    self.start = end
+                    return self._loaded(memoryview(data)[start + _LENGTH : end])
+            if self.ended:
+                self.close()
+                return None
+            self._took(os.read(self.fd, _READ))
+
+    def _loaded(self, pickled: memoryview) -> tuple[object] | None:
         try:
-            return (pickle.loads(data),)
+            return (pickle.loads(pickled),)
         except Exception:  # a torn pickle: the child died while writing
             self.close()
             return None
+        finally:
+            pickled.release()
+            if self.start > _READ:  # what was read is dropped now and then, not each time
+                del self.data[: self.start]
+                self.start = 0
 
     def close(self) -> None:
-        if not self.pipe.closed:
-            self.pipe.close()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
             os.waitpid(self.pid, 0)
 
 

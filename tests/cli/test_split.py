@@ -3,6 +3,7 @@ two processes gives what one part in one process gives."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -110,8 +111,8 @@ def test_no_fork_no_child(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _square_or_die(item: int) -> Any:
-    if item == 13 and os.getpid() != PARENT:
-        os._exit(3)  # a child that dies halfway: its other items are done by the parent
+    if item in (13, 30) and os.getpid() != PARENT:
+        os._exit(3)  # a child that dies halfway: the rest of its run is done by the parent
     if item == 21:
         raise ValueError("bad item")
     return {"n": item, "text": '<&"\ud800', "big": b"x" * (item * 3000)}
@@ -125,6 +126,30 @@ def test_fork_map_gives_map_in_order(workers: int) -> None:
     items = list(range(40))
     got = list(_split.fork_map(_square_or_die, [i for i in items if i != 21], workers))
     assert got == [_square_or_die(i) for i in items if i != 21]
+
+
+def _pid(item: int) -> tuple[int, int]:
+    return item, os.getpid()
+
+
+@pytest.mark.parametrize(("items", "workers"), [(3000, 2), (40, 3), (5, 4), (1, 2), (0, 2)])
+def test_fork_map_runs_the_first_run_here_and_each_other_in_a_child(
+    items: int, workers: int
+) -> None:
+    # This process takes the first run (a little shorter than the others: it also writes the
+    # results), each child one run after it, in order.
+    got = list(_split.fork_map(_pid, list(range(items)), workers))
+    assert [item for item, _ in got] == list(range(items))
+    pids = [pid for _, pid in got]
+    runs = [pid for pid, _ in itertools.groupby(pids)]
+    assert len(runs) == len(set(runs)) <= workers  # each process one run
+    own = pids.count(PARENT)
+    assert pids[:own] == [PARENT] * own
+    expected = items * _split._OWN_SHARE // (_split._OWN_SHARE + 100 * (workers - 1))
+    assert own == expected
+    if items >= 3 * workers:
+        assert len(runs) == workers
+        assert own < (items - own) / (workers - 1)
 
 
 def test_fork_map_raises_the_works_exception_here() -> None:
