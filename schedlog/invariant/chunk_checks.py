@@ -137,15 +137,15 @@ def check_untyped(payloads: list[msgspec.Raw]) -> int:
 def check_payloads(body: bytes, payloads: list[msgspec.Raw]) -> None:
     """:func:`check_untyped` without the ``:`` count, for a chunk whose envelopes are proven
     exact by their bytes (:func:`~schedlog.invariant.chunk_lines.whole_lines`): the chunk
-    ``body`` is UTF-8 (its typed parts must be anyway), and its untyped ``payloads`` (each a
-    slice of it) hold no nesting deeper than 200 levels nor an integer of 4300 digits."""
+    ``body`` is UTF-8, and its ``payloads`` (each a slice of it; typed ones too, which only
+    makes the check stricter) hold no nesting deeper than 200 levels nor an integer of 4300
+    digits."""
     if not body.isascii():
         _check_utf8(body)
-    lengths = list(map(len, payloads))
-    longest = max(lengths)
-    if longest > _SHORT_DATA:  # the others cannot nest deeper than 190 levels
-        long = list(compress(payloads, map(_SHORT_DATA.__lt__, lengths)))
-        _check_shape(long, b"\n".join(long).translate(None, _NOT_OPENERS), longest)
+    long = [data for data in payloads if len(data) > _SHORT_DATA]
+    if long:  # the others cannot nest deeper than 190 levels
+        openers = b"\n".join(long).translate(None, _NOT_OPENERS)
+        _check_shape(long, openers, max(map(len, long)))
 
 
 def _check_shape(payloads: list[msgspec.Raw], openers: bytes, longest: int) -> None:

@@ -212,14 +212,8 @@ class ChunkFold:
             raise NotTaken
         if not self.kinds.issuperset(kinds):
             self.kinds, self.decode_line = self.kinds.union(kinds), None
+        check_payloads(body, payloads)
         changes, followups = _CHANGE in kinds, _FOLLOWUP in kinds
-        others = (
-            list(compress(payloads, map(not_, map(TYPED_KINDS.__contains__, kinds))))
-            if changes or followups
-            else payloads
-        )
-        if others:
-            check_payloads(body, others)
         if followups:
             check_followups(list(compress(payloads, map(_FOLLOWUP.__eq__, kinds))))
         if changes:
