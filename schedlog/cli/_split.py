@@ -12,9 +12,11 @@ outcome is the same, only slower.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import pickle
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final, TypeVar, cast
 
@@ -52,15 +54,18 @@ def split_available() -> bool:
 def fork_map(work: Callable[[_T], _R], items: Sequence[_T], workers: int) -> Iterator[_R]:
     """``map(work, items)``, in order, in ``workers`` processes: ``items`` cut in ``workers``
     runs, the first (a little shorter, :data:`_OWN_SHARE`) computed here, its results given as
-    they come, each other by a child process, whose results this one takes in between (so that
-    no child ever waits on a full pipe) and gives after the run before. A child that cannot
-    start, dies or gives a short result leaves the rest of its run to this process, so the
-    results are the same as ``map``'s whatever happens to the children; an exception of
-    ``work`` is raised here, when this process computes that item itself. Results must pickle.
+    they come, each other by a child process from its start. This process takes what the
+    children wrote after each of its own items (so that no child ever waits on a full pipe),
+    then, for each child's run in turn, computes the run's items from its end backwards until
+    they meet what the child gave, and gives the run in order. A child that cannot start, dies
+    or gives a short result leaves the rest of its run to this process, so the results are the
+    same as ``map``'s whatever happens to the children; an exception of ``work`` is raised
+    here, in order, when this process computed that item itself. Results must pickle.
 
-    Runs rather than every ``workers``-th item (docs/decisions.md, "Validating many logs: one
-    call a small log, the first run in this process"): this process works too, and it reads a
-    child's results once, not after each item of its own."""
+    Runs rather than every ``workers``-th item, and the ends of the children's runs taken
+    back (docs/decisions.md, "Validating many logs: one call a small log, the first run in
+    this process"): this process works too, reads a child's results in bulk, and never waits
+    for a child that a loaded machine has descheduled."""
     if workers < 2:
         yield from map(work, items)
         return
@@ -71,33 +76,71 @@ def fork_map(work: Callable[[_T], _R], items: Sequence[_T], workers: int) -> Ite
     try:
         for item in runs[0]:
             yield work(item)
-            for child in children:
-                if child is not None:
-                    child.drain()
-        for child, run in zip(children, runs[1:], strict=True):
-            for item in run:
-                result = child() if child is not None else None
-                if result is None:
-                    child = None  # that child is gone: the rest of its run is done here
-                    yield work(item)
-                else:
-                    yield cast(_R, result[0])
-    finally:  # also when the caller stops early: a child still writing gets a broken pipe
+            _drain(children)
+        for number, run in enumerate(runs[1:]):
+            yield from _finish(work, run, children, number)
+    finally:  # also when the caller stops early
         for results in children:
             if results is not None:
                 results.close()
 
 
+def _drain(children: list[_Results | None]) -> None:
+    for child in children:
+        if child is not None:
+            child.drain()
+
+
+def _finish(
+    work: Callable[[_T], _R], run: Sequence[_T], children: list[_Results | None], number: int
+) -> Iterator[_R]:
+    """The results of ``run``, child ``number``'s, in order: those the child gave from its
+    start, and the others computed here from its end backwards while the child works (the
+    other children's pipes emptied meanwhile); then the child is stopped."""
+    child = children[number]
+    given: list[object] = []
+    taken: list[Callable[[], _R]] = []  # computed here, the last item first
+    while True:
+        if child is not None:
+            child.drain()
+            given += child.ready()
+        if len(given) + len(taken) >= len(run):
+            break
+        _drain(children)
+        taken.append(_computed(work, run[len(run) - 1 - len(taken)]))
+    if child is not None:
+        child.close()
+        children[number] = None
+    for result in given[: len(run) - len(taken)]:
+        yield cast(_R, result)
+    for computed in reversed(taken):
+        yield computed()
+
+
+def _computed(work: Callable[[_T], _R], item: _T) -> Callable[[], _R]:
+    """``work(item)`` computed now: what gives its result, or raises its exception, later."""
+    try:
+        result = work(item)
+    except Exception as exc:  # raised when its turn comes, after the results before it
+        error = exc
+
+        def fail() -> _R:
+            raise error
+
+        return fail
+    return lambda: result
+
+
 class _Results:
-    """The results a child writes, read one at a time; None once it has no more. Until the
-    first is asked for, :meth:`drain` takes what the child wrote so far without waiting."""
+    """The results a child writes, taken without waiting: :meth:`drain` reads what the pipe
+    holds, :meth:`ready` unpickles the whole results read so far."""
 
     def __init__(self, fd: int, pid: int) -> None:
         self.fd: int | None = fd
         self.pid = pid
         self.data = bytearray()
         self.start = 0  # where the next result begins in ``data``
-        self.ended = False  # the child closed its end
+        self.ended = False  # the child closed its end, or wrote a torn result
         os.set_blocking(fd, False)
 
     def drain(self) -> None:
@@ -107,48 +150,35 @@ class _Results:
                 part = os.read(self.fd, _READ)
             except BlockingIOError:
                 return
-            self._took(part)
+            if part:
+                self.data += part
+            else:
+                self.ended = True
 
-    def _took(self, part: bytes) -> None:
-        if part:
-            self.data += part
-        else:
-            self.ended = True
-
-    def __call__(self) -> tuple[object] | None:
-        if self.fd is None:
-            return None
-        if not self.ended:
-            os.set_blocking(self.fd, True)
-        while True:
-            data, start = self.data, self.start
-            if len(data) - start >= _LENGTH:
-                size = int.from_bytes(data[start : start + _LENGTH], "little")
-                end = start + _LENGTH + size
-                if len(data) >= end:
-                    self.start = end
-                    return self._loaded(memoryview(data)[start + _LENGTH : end])
-            if self.ended:
-                self.close()
-                return None
-            self._took(os.read(self.fd, _READ))
-
-    def _loaded(self, pickled: memoryview) -> tuple[object] | None:
-        try:
-            return (pickle.loads(pickled),)
-        except Exception:  # a torn pickle: the child died while writing
-            self.close()
-            return None
-        finally:
-            pickled.release()
-            if self.start > _READ:  # what was read is dropped now and then, not each time
-                del self.data[: self.start]
-                self.start = 0
+    def ready(self) -> list[object]:
+        """The results read whole since the last call, in order."""
+        data, start, found = self.data, self.start, []
+        while len(data) - start >= _LENGTH:
+            end = start + _LENGTH + int.from_bytes(data[start : start + _LENGTH], "little")
+            if len(data) < end:
+                break
+            try:
+                found.append(pickle.loads(bytes(data[start + _LENGTH : end])))
+            except Exception:  # a torn pickle: the child died while writing
+                self.ended, self.data, self.start = True, bytearray(), 0
+                return found
+            start = end
+        del data[:start]
+        self.start = 0
+        return found
 
     def close(self) -> None:
+        """Stop the child (its results are no longer needed) and wait for it."""
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
 
 

@@ -137,19 +137,22 @@ def test_fork_map_runs_the_first_run_here_and_each_other_in_a_child(
     items: int, workers: int
 ) -> None:
     # This process takes the first run (a little shorter than the others: it also writes the
-    # results), each child one run after it, in order.
+    # results); each child one run after it, from its start, and this process the end of
+    # that run, backwards, until the two meet.
     got = list(_split.fork_map(_pid, list(range(items)), workers))
     assert [item for item, _ in got] == list(range(items))
     pids = [pid for _, pid in got]
-    runs = [pid for pid, _ in itertools.groupby(pids)]
-    assert len(runs) == len(set(runs)) <= workers  # each process one run
-    own = pids.count(PARENT)
+    own = items * _split._OWN_SHARE // (_split._OWN_SHARE + 100 * (workers - 1))
     assert pids[:own] == [PARENT] * own
-    expected = items * _split._OWN_SHARE // (_split._OWN_SHARE + 100 * (workers - 1))
-    assert own == expected
-    if items >= 3 * workers:
-        assert len(runs) == workers
-        assert own < (items - own) / (workers - 1)
+    cuts = [own + (items - own) * n // (workers - 1) for n in range(workers)]
+    children = set()
+    for start, end in itertools.pairwise(cuts):
+        run = pids[start:end]
+        given = run.index(PARENT) if PARENT in run else len(run)
+        assert run[given:] == [PARENT] * (len(run) - given)  # the end: computed here
+        assert len(set(run[:given])) <= 1 and PARENT not in run[:given]  # the start: one child
+        children |= set(run[:given])
+    assert len(children) <= workers - 1
 
 
 def test_fork_map_raises_the_works_exception_here() -> None:
