@@ -155,9 +155,15 @@ def test_fork_map_runs_the_first_run_here_and_each_other_in_a_child(
     assert len(children) <= workers - 1
 
 
-def test_fork_map_raises_the_works_exception_here() -> None:
+@pytest.mark.parametrize("workers", [2, 3])
+def test_fork_map_raises_the_works_exception_here_in_its_turn(workers: int) -> None:
+    # Item 21 raises wherever it is computed; this process raises it after giving the 21
+    # results before it, as map would, even when it computed item 21 before them.
+    got = []
     with pytest.raises(ValueError, match="bad item"):
-        list(_split.fork_map(_square_or_die, list(range(30)), 2))
+        for result in _split.fork_map(_square_or_die, list(range(30)), workers):
+            got.append(result)
+    assert got == [_square_or_die(i) for i in range(21)]
 
 
 def test_fork_map_without_fork_maps_here(monkeypatch: pytest.MonkeyPatch) -> None:
