@@ -97,7 +97,9 @@ def fast_check(
 
     A log shorter than a chunk (``validate DIR`` of many small logs) is read whole, in one
     ``os.read`` of its size: the buffered reads of a chunk each cost more than the read itself
-    (docs/decisions.md, "Validating many logs: the walk, one read a log")."""
+    (docs/decisions.md, "Validating many logs: the walk, one read a log"), and its chunk is
+    first tried in one decoding call (``ChunkFold.whole``; docs/decisions.md, "Validating many
+    logs: one call a small log, the first run in this process")."""
     name = os.fspath(path)
     fd = os.open(path, os.O_RDONLY | _CLOEXEC)
     try:
