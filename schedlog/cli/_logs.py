@@ -369,9 +369,9 @@ def _validated(
     files: list[str], read_log: LogReader | None, as_json: bool
 ) -> Iterator[tuple[bool, Any]]:
     """Each file's verdict and what ``validate`` shows for it (its report, or its table row),
-    in order: with more than one core and :data:`POOL_MIN` files or more, computed by one child
-    process a core (:func:`schedlog.cli._split.fork_map`), each checking a log in one process;
-    the output is the same either way."""
+    in order: with more than one core and :data:`POOL_MIN` files or more, computed in runs by
+    this process and one child process for each other core (:func:`schedlog.cli._split.fork_map`),
+    each checking a log in one process; the output is the same either way."""
     cores = usable_cores()
     if read_log is not None or cores < 2 or len(files) < POOL_MIN:
         return (_validate_one(name, read_log, as_json, True) for name in files)

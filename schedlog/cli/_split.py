@@ -1,6 +1,7 @@
 """The log commands' use of the other cores: the second part of a long log's check in a child
 process (docs/decisions.md, "A long log is checked in two parts"), and ``validate`` of many logs
-in a few children (:func:`fork_map`; docs/decisions.md, "Validating many logs").
+in this process and a few children (:func:`fork_map`; docs/decisions.md, "Validating many
+logs").
 
 Only the ``schedlog`` command forks, and only for ``validate``, ``replay`` and ``repair``, which
 run no threads: library code never does. :func:`fork_split` is the ``split`` of
@@ -11,9 +12,11 @@ outcome is the same, only slower.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import pickle
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final, TypeVar, cast
 
@@ -26,6 +29,11 @@ __all__ = ["fork_map", "fork_split", "split_available", "usable_cores"]
 _LENGTH: Final = 8
 #: The bytes of results a child writes to its pipe at once (less than a pipe holds).
 _BUFFER: Final = 1 << 14
+#: This process's run is this many hundredths of a child's: it also writes every result and
+#: reads the children's.
+_OWN_SHARE: Final = 85
+#: The most bytes of results taken from a child's pipe in one read.
+_READ: Final = 1 << 16
 
 
 def usable_cores() -> int:
@@ -44,51 +52,133 @@ def split_available() -> bool:
 
 
 def fork_map(work: Callable[[_T], _R], items: Sequence[_T], workers: int) -> Iterator[_R]:
-    """``map(work, items)``, in order, computed by ``workers`` child processes (item ``i`` by
-    child ``i % workers``) while this one only collects. A child that cannot start, dies or
-    gives a short result leaves the rest of its items to this process, so the results are the
-    same as ``map``'s whatever happens to the children; an exception of ``work`` is raised here,
-    when this process computes that item itself. Results must pickle."""
-    children: list[_Results | None] = [
-        _start(work, items[number::workers]) for number in range(workers)
-    ]
+    """``map(work, items)``, in order, in ``workers`` processes: ``items`` cut in ``workers``
+    runs, the first (a little shorter, :data:`_OWN_SHARE`) computed here, its results given as
+    they come, each other by a child process from its start. This process takes what the
+    children wrote after each of its own items (so that no child ever waits on a full pipe),
+    then, for each child's run in turn, computes the run's items from its end backwards until
+    they meet what the child gave, and gives the run in order. A child that cannot start, dies
+    or gives a short result leaves the rest of its run to this process, so the results are the
+    same as ``map``'s whatever happens to the children; an exception of ``work`` is raised
+    here, in order, when this process computed that item itself. Results must pickle.
+
+    Runs rather than every ``workers``-th item, and the ends of the children's runs taken
+    back (docs/decisions.md, "Validating many logs: one call a small log, the first run in
+    this process"): this process works too, reads a child's results in bulk, and never waits
+    for a child that a loaded machine has descheduled."""
+    if workers < 2:
+        yield from map(work, items)
+        return
+    own = len(items) * _OWN_SHARE // (_OWN_SHARE + 100 * (workers - 1))
+    cuts = [0] + [own + (len(items) - own) * n // (workers - 1) for n in range(workers)]
+    runs = [items[cuts[number] : cuts[number + 1]] for number in range(workers)]
+    children = [_start(work, run) for run in runs[1:]]
     try:
-        for index, item in enumerate(items):
-            read = children[index % workers]
-            result = read() if read is not None else None
-            if result is None:
-                children[index % workers] = None  # that child is gone: its items are done here
-                yield work(item)
-            else:
-                yield cast(_R, result[0])
-    finally:  # also when the caller stops early: a child still writing gets a broken pipe
-        for read in children:
-            if read is not None:
-                read.close()
+        for item in runs[0]:
+            yield work(item)
+            _drain(children)
+        for number, run in enumerate(runs[1:]):
+            yield from _finish(work, run, children, number)
+    finally:  # also when the caller stops early
+        for results in children:
+            if results is not None:
+                results.close()
+
+
+def _drain(children: list[_Results | None]) -> None:
+    for child in children:
+        if child is not None:
+            child.drain()
+
+
+def _finish(
+    work: Callable[[_T], _R], run: Sequence[_T], children: list[_Results | None], number: int
+) -> Iterator[_R]:
+    """The results of ``run``, child ``number``'s, in order: those the child gave from its
+    start, and the others computed here from its end backwards while the child works (the
+    other children's pipes emptied meanwhile); then the child is stopped."""
+    child = children[number]
+    given: list[object] = []
+    taken: list[Callable[[], _R]] = []  # computed here, the last item first
+    while True:
+        if child is not None:
+            child.drain()
+            given += child.ready()
+        if len(given) + len(taken) >= len(run):
+            break
+        _drain(children)
+        taken.append(_computed(work, run[len(run) - 1 - len(taken)]))
+    if child is not None:
+        child.close()
+        children[number] = None
+    for result in given[: len(run) - len(taken)]:
+        yield cast(_R, result)
+    for computed in reversed(taken):
+        yield computed()
+
+
+def _computed(work: Callable[[_T], _R], item: _T) -> Callable[[], _R]:
+    """``work(item)`` computed now: what gives its result, or raises its exception, later."""
+    try:
+        result = work(item)
+    except Exception as exc:  # raised when its turn comes, after the results before it
+        error = exc
+
+        def fail() -> _R:
+            raise error
+
+        return fail
+    return lambda: result
 
 
 class _Results:
-    """The results a child writes, read one at a time; ``()`` once it has no more."""
+    """The results a child writes, taken without waiting: :meth:`drain` reads what the pipe
+    holds, :meth:`ready` unpickles the whole results read so far."""
 
     def __init__(self, fd: int, pid: int) -> None:
-        self.pipe = open(fd, "rb", closefd=True)  # noqa: SIM115 - closed by close()
+        self.fd: int | None = fd
         self.pid = pid
+        self.data = bytearray()
+        self.start = 0  # where the next result begins in ``data``
+        self.ended = False  # the child closed its end, or wrote a torn result
+        os.set_blocking(fd, False)
 
-    def __call__(self) -> tuple[object] | None:
-        size = self.pipe.read(_LENGTH)
-        if len(size) != _LENGTH:
-            self.close()
-            return None
-        data = self.pipe.read(int.from_bytes(size, "little"))
-        try:
-            return (pickle.loads(data),)
-        except Exception:  # a torn pickle: the child died while writing
-            self.close()
-            return None
+    def drain(self) -> None:
+        """Take what the child wrote so far, without waiting for more."""
+        while self.fd is not None and not self.ended:
+            try:
+                part = os.read(self.fd, _READ)
+            except BlockingIOError:
+                return
+            if part:
+                self.data += part
+            else:
+                self.ended = True
+
+    def ready(self) -> list[object]:
+        """The results read whole since the last call, in order."""
+        data, start, found = self.data, self.start, []
+        while len(data) - start >= _LENGTH:
+            end = start + _LENGTH + int.from_bytes(data[start : start + _LENGTH], "little")
+            if len(data) < end:
+                break
+            try:
+                found.append(pickle.loads(bytes(data[start + _LENGTH : end])))
+            except Exception:  # a torn pickle: the child died while writing
+                self.ended, self.data, self.start = True, bytearray(), 0
+                return found
+            start = end
+        del data[:start]
+        self.start = 0
+        return found
 
     def close(self) -> None:
-        if not self.pipe.closed:
-            self.pipe.close()
+        """Stop the child (its results are no longer needed) and wait for it."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
 
 

@@ -38,6 +38,7 @@ from schedlog.invariant.chunk_lines import NotTaken
 __all__ = [
     "check_escapes",
     "check_followups",
+    "check_payloads",
     "check_untyped",
     "decode_joined",
     "followup_colons",
@@ -52,6 +53,7 @@ _MAX_OPENERS: Final = 198
 _LONG_DATA: Final = 4200
 _LONG_INT: Final = re.compile(rb"[0-9]{4300}")
 _NOT_MARKS: Final = bytes(b for b in range(256) if b not in b"[{:\n")
+_NOT_OPENERS: Final = bytes(b for b in range(256) if b not in b"[{\n")
 _UTF8_PIECE: Final = 1 << 14
 _utf8_decode = codecs.utf_8_decode
 _PLUGIN = attrgetter("source.plugin")
@@ -128,13 +130,33 @@ def check_untyped(payloads: list[msgspec.Raw]) -> int:
     marks = joined.translate(None, _NOT_MARKS)
     colons = marks.count(b":")
     openers = marks.translate(None, b":") if colons else marks
+    _check_shape(payloads, openers, longest)
+    return colons
+
+
+def check_payloads(body: bytes, payloads: list[msgspec.Raw]) -> None:
+    """:func:`check_untyped` without the ``:`` count, for a chunk whose envelopes are proven
+    exact by their bytes (:func:`~schedlog.invariant.chunk_lines.whole_lines`): the chunk
+    ``body`` is UTF-8, and its ``payloads`` (each a slice of it; typed ones too, which only
+    makes the check stricter) hold no nesting deeper than 200 levels nor an integer of 4300
+    digits."""
+    if not body.isascii():
+        _check_utf8(body)
+    long = [data for data in payloads if len(data) > _SHORT_DATA]
+    if long:  # the others cannot nest deeper than 190 levels
+        openers = b"\n".join(long).translate(None, _NOT_OPENERS)
+        _check_shape(long, openers, max(map(len, long)))
+
+
+def _check_shape(payloads: list[msgspec.Raw], openers: bytes, longest: int) -> None:
+    """The ``[`` and ``{`` of each of ``payloads`` (``openers``, one ``\\n``-separated run a
+    payload) are at most :data:`_MAX_OPENERS`, and none of them holds a run of 4300 digits."""
     if max(map(len, openers.split(b"\n"))) > _MAX_OPENERS:
         raise NotTaken
     if longest > _LONG_DATA:
         for data in payloads:
             if len(data) > _LONG_DATA and _LONG_INT.search(bytes(data)) is not None:
                 raise NotTaken
-    return colons
 
 
 def check_followups(followups: list[msgspec.Raw]) -> int:

@@ -7,7 +7,9 @@ uses it; nothing outside schedlog should.
 
 How a chunk of complete lines is taken (:meth:`ChunkFold.take`), all or nothing:
 
-* the chunk is split at every ``\\n`` and each line is decoded on its own, by one
+* for a small log, the chunk is first decoded in one call, which is taken only when its lines
+  are compact envelopes proven by their bytes (:func:`~schedlog.invariant.chunk_lines.whole_lines`);
+* else the chunk is split at every ``\\n`` and each line is decoded on its own, by one
   ``msgspec`` decoder call per line (all the lines in one ``map``), into an envelope of exactly
   ``type`` and ``data`` (``data`` kept raw); :mod:`schedlog.invariant.chunk_lines` argues why
   the fast path then sees exactly the lines the reference sees;
@@ -52,6 +54,7 @@ from schedlog.fold.steps import FoldError, decode_event_change, plan
 from schedlog.invariant.chunk_checks import (
     check_escapes,
     check_followups,
+    check_payloads,
     check_untyped,
     decode_joined,
     followup_colons,
@@ -67,6 +70,7 @@ from schedlog.invariant.chunk_lines import (
     decode_envelope,
     each_line,
     line_decoder,
+    whole_lines,
 )
 from schedlog.rules.instants import MAX_MS, CanonicalInstantParser
 from schedlog.rules.record import Record
@@ -129,13 +133,24 @@ class ChunkFold:
         #: :data:`Kept`.
         self.kept: list[Kept] | None = None
         self._decoded: list[Any] = []  # the lines of the chunk just taken, decoded
+        #: Whether a chunk is first tried in one call (:meth:`_whole`; set by the caller for a
+        #: small log, ``validate DIR``).
+        self.whole = False
 
     def take(self, carry: bytes, lines: memoryview) -> None:
-        """Check and fold the complete lines ``carry + lines`` (each ends with ``\\n``): in one
-        pass when every type is one seen before, else in two, else line by line."""
+        """Check and fold the complete lines ``carry + lines`` (each ends with ``\\n``): with
+        :attr:`whole`, in one call when they are compact; else in one pass when every type is
+        one seen before, else in two, else line by line."""
         body = b"".join((carry, lines))
         kept = self.kept
         if self.count >= self.start:
+            if self.whole and kept is None:
+                try:
+                    self.count += self._whole(body)
+                except NotTaken:
+                    pass
+                else:
+                    return
             # Each line apart, as the reference reads it: split at every "\n" and nowhere else
             # (without a "\r", splitlines splits there too, and keeps the "\n" a kept line needs).
             if kept is not None and b"\r" not in body:
@@ -187,6 +202,25 @@ class ChunkFold:
         return count
 
     # -- the chunk at once ------------------------------------------------------------------
+
+    def _whole(self, body: bytes) -> int:
+        """:meth:`_fast` with the chunk's lines decoded in one call and proven exact compact
+        envelopes by their bytes (:func:`~schedlog.invariant.chunk_lines.whole_lines`), so no
+        ``:`` of the chunk needs counting: only the typed payloads' are, by their own bytes."""
+        kinds, payloads = whole_lines(body)
+        if "" in kinds:
+            raise NotTaken
+        if not self.kinds.issuperset(kinds):
+            self.kinds, self.decode_line = self.kinds.union(kinds), None
+        check_payloads(body, payloads)
+        changes, followups = _CHANGE in kinds, _FOLLOWUP in kinds
+        if followups:
+            check_followups(list(compress(payloads, map(_FOLLOWUP.__eq__, kinds))))
+        if changes:
+            changed = compress(payloads, map(_CHANGE.__eq__, kinds))
+            typed, counted = decode_joined(_decode_changes, changed)
+            self._fold_chunk(typed, counted, counted)
+        return len(kinds)
 
     def _fast(self, body: bytes, rows: list[bytes]) -> int:
         envelopes = self._decoded = each_line(decode_envelope, rows)

@@ -33,13 +33,33 @@ are then joined with ``,`` into arrays (the changes', the follow-ups'): a whole 
 it ends whatever follows it, so such an array has exactly one element per payload.
 ``tests/invariant/test_fastcheck_lines.py`` holds every shape above and reframes valid logs at
 random (line ends turned into separators, lines broken in two, both in one chunk).
+
+The whole chunk in one call (:func:`whole_lines`, the way of a small log: ``validate DIR``).
+A chunk of compact lines, each ``{"type":K,"data":D}`` as writers write it, can be decoded at
+once and still be proven to hold exactly the reference's lines, by its bytes rather than by
+any count. Every ``\\n`` is deleted and what is left (``joined``) decoded as a sequence of
+envelopes (``msgspec``'s ``decode_lines``: values one after the other, JSON whitespace
+between them allowed). Then the compact text of each envelope, ``{"type":"`` + K's UTF-8 +
+``","data":`` + D's raw bytes + ``}``, followed by ``\\n``, is put together, and the chunk is
+taken only if that text is the chunk, byte for byte. Why that is enough: each envelope's value
+spans at least the bytes of its compact text (an escape in K, whitespace, a key given twice or
+any other member only makes it longer, and a line end in K must be escaped), the spans do not
+overlap, and the compact texts are all of the chunk but the one ``\\n`` after each, so at most
+all of ``joined``: each span is then exactly its compact text, no compact text holds a
+``\\n``, and the spans tile ``joined`` in order with nothing between them. So line ``i`` of the
+chunk is exactly the bytes ``msgspec`` decoded as envelope ``i`` (``D`` a slice of ``joined``,
+which holds no ``\\n``), and a JSON value is the same value wherever it is parsed.
+Each shape above breaks the equality: a joined line lacks a ``\\n`` after its first value, a
+split line has one inside a value; a whitespace-only line, spaces, a ``\\r`` or a NUL are
+bytes no compact text holds. A spaced log (``{"type": ...``) never matches, and goes the
+line-by-line ways.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache, reduce
-from operator import or_
+from operator import attrgetter, or_
 from typing import Any, Final
 
 import msgspec
@@ -57,6 +77,7 @@ __all__ = [
     "each_line",
     "line_decoder",
     "single_line_tag",
+    "whole_lines",
 ]
 
 #: The event types whose payloads the fast path decodes typed.
@@ -105,6 +126,49 @@ def each_line(decode: Callable[[bytes], Any], rows: list[bytes]) -> list[Any]:
         return list(map(decode, rows))
     except (msgspec.DecodeError, RecursionError):
         raise NotTaken from None
+
+
+_KIND: Final = attrgetter("type")
+_PAYLOAD: Final = attrgetter("data")
+_decode_envelopes = msgspec.json.Decoder(wire.Envelope).decode_lines
+#: At most this many event types keep their compact line start (:class:`_Starts`).
+_MAX_STARTS: Final = 64
+
+
+class _Starts(dict[str, bytes]):
+    """The compact text between two payloads: the end of a line, and the start of the next,
+    of the event type ``kind``: ``}\n{"type":"kind","data":``."""
+
+    def __missing__(self, kind: str) -> bytes:
+        start = b'}\n{"type":"' + kind.encode("utf-8", "surrogatepass") + b'","data":'
+        if len(self) < _MAX_STARTS:
+            self[kind] = start
+        return start
+
+
+_STARTS: Final = _Starts()
+
+
+def whole_lines(body: bytes) -> tuple[list[str], list[msgspec.Raw]]:
+    """The ``type`` and raw ``data`` of each line of the chunk ``body`` (complete lines, each
+    ending with ``\n``), decoded in one call and proven to be the lines the reference sees
+    (module docstring, "The whole chunk in one call"); :class:`NotTaken` unless every line is
+    compact."""
+    try:
+        envelopes = _decode_envelopes(body.replace(b"\n", b""))
+    except (msgspec.DecodeError, RecursionError):
+        raise NotTaken from None
+    if not envelopes:
+        raise NotTaken
+    kinds: list[str] = list(map(_KIND, envelopes))
+    payloads: list[msgspec.Raw] = list(map(_PAYLOAD, envelopes))
+    pieces: list[Any] = [b"}\n"] * (2 * len(payloads) + 1)
+    pieces[0:-1:2] = map(_STARTS.__getitem__, kinds)
+    pieces[1::2] = payloads
+    pieces[0] = pieces[0][2:]  # no line before the first
+    if b"".join(pieces) != body:
+        raise NotTaken
+    return kinds, payloads
 
 
 #: A chunk of event lines the check took, kept for the caller (``keep``): its lines in order

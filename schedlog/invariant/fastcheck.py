@@ -97,13 +97,16 @@ def fast_check(
 
     A log shorter than a chunk (``validate DIR`` of many small logs) is read whole, in one
     ``os.read`` of its size: the buffered reads of a chunk each cost more than the read itself
-    (docs/decisions.md, "Validating many logs: the walk, one read a log")."""
+    (docs/decisions.md, "Validating many logs: the walk, one read a log"), and its chunk is
+    first tried in one decoding call (``ChunkFold.whole``; docs/decisions.md, "Validating many
+    logs: one call a small log, the first run in this process")."""
     name = os.fspath(path)
     fd = os.open(path, os.O_RDONLY | _CLOEXEC)
     try:
         data = _small_log(fd)
         if data is not None:
-            return _check(io.BytesIO(data), name, _CHUNK, split, _MIN_SPLIT, targets=targets)
+            small = io.BytesIO(data)
+            return _check(small, name, _CHUNK, split, _MIN_SPLIT, targets=targets, whole=True)
     finally:
         os.close(fd)
     with open(path, "rb") as stream:  # a long log, or not a regular file: as it always was
@@ -146,9 +149,14 @@ def fast_check_bytes(
     min_split: int = _MIN_SPLIT,
     keep: list[Kept] | None = None,
     targets: list[str | None] | None = None,
+    whole: bool | None = None,
 ) -> tuple[LogContents, FoldState] | None:
-    """:func:`fast_check` of a log in memory, read ``chunk`` bytes at a time (for tests)."""
-    return _check(io.BytesIO(data), file, chunk, split, min_split, keep, targets)
+    """:func:`fast_check` of a log in memory, read ``chunk`` bytes at a time (for tests); its
+    chunks are first tried in one call (``ChunkFold.whole``) when ``whole`` is true, or by
+    default when the log is shorter than a chunk, as :func:`fast_check` does."""
+    if whole is None:
+        whole = len(data) < chunk
+    return _check(io.BytesIO(data), file, chunk, split, min_split, keep, targets, whole)
 
 
 def _check(
@@ -159,6 +167,7 @@ def _check(
     min_split: int,
     keep: list[Kept] | None = None,
     targets: list[str | None] | None = None,
+    whole: bool = False,
 ) -> tuple[LogContents, FoldState] | None:
     read = stream.read
     buf = read(size)
@@ -177,6 +186,7 @@ def _check(
     assert type(header) is Header
     fold = ChunkFold(header.seed_length, kinds=_KINDS_SEEN[0])
     fold.kept = keep
+    fold.whole = whole
     if targets is not None:
         fold.created = {}
     body = buf[header_size:]

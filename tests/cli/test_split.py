@@ -3,6 +3,7 @@ two processes gives what one part in one process gives."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -110,8 +111,8 @@ def test_no_fork_no_child(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _square_or_die(item: int) -> Any:
-    if item == 13 and os.getpid() != PARENT:
-        os._exit(3)  # a child that dies halfway: its other items are done by the parent
+    if item in (13, 30) and os.getpid() != PARENT:
+        os._exit(3)  # a child that dies halfway: the rest of its run is done by the parent
     if item == 21:
         raise ValueError("bad item")
     return {"n": item, "text": '<&"\ud800', "big": b"x" * (item * 3000)}
@@ -127,9 +128,42 @@ def test_fork_map_gives_map_in_order(workers: int) -> None:
     assert got == [_square_or_die(i) for i in items if i != 21]
 
 
-def test_fork_map_raises_the_works_exception_here() -> None:
+def _pid(item: int) -> tuple[int, int]:
+    return item, os.getpid()
+
+
+@pytest.mark.parametrize(("items", "workers"), [(3000, 2), (40, 3), (5, 4), (1, 2), (0, 2)])
+def test_fork_map_runs_the_first_run_here_and_each_other_in_a_child(
+    items: int, workers: int
+) -> None:
+    # This process takes the first run (a little shorter than the others: it also writes the
+    # results); each child one run after it, from its start, and this process the end of
+    # that run, backwards, until the two meet.
+    got = list(_split.fork_map(_pid, list(range(items)), workers))
+    assert [item for item, _ in got] == list(range(items))
+    pids = [pid for _, pid in got]
+    own = items * _split._OWN_SHARE // (_split._OWN_SHARE + 100 * (workers - 1))
+    assert pids[:own] == [PARENT] * own
+    cuts = [own + (items - own) * n // (workers - 1) for n in range(workers)]
+    children = set()
+    for start, end in itertools.pairwise(cuts):
+        run = pids[start:end]
+        given = run.index(PARENT) if PARENT in run else len(run)
+        assert run[given:] == [PARENT] * (len(run) - given)  # the end: computed here
+        assert len(set(run[:given])) <= 1 and PARENT not in run[:given]  # the start: one child
+        children |= set(run[:given])
+    assert len(children) <= workers - 1
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_fork_map_raises_the_works_exception_here_in_its_turn(workers: int) -> None:
+    # Item 21 raises wherever it is computed; this process raises it after giving the 21
+    # results before it, as map would, even when it computed item 21 before them.
+    got = []
     with pytest.raises(ValueError, match="bad item"):
-        list(_split.fork_map(_square_or_die, list(range(30)), 2))
+        for result in _split.fork_map(_square_or_die, list(range(30)), workers):
+            got.append(result)
+    assert got == [_square_or_die(i) for i in range(21)]
 
 
 def test_fork_map_without_fork_maps_here(monkeypatch: pytest.MonkeyPatch) -> None:
