@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterable
-from itertools import compress, count, islice, repeat
+from itertools import compress, islice, repeat
 from operator import attrgetter, is_, is_not, not_
 from typing import Any, Final, cast
 
@@ -284,30 +284,23 @@ class ChunkFold:
 
         A created record stays an entry (the typed record and its ``scheduledAt`` in epoch ms)
         in ``active`` until a dispatch moves it on or :meth:`records` builds its
-        :class:`Record`. The chunk's creates are all put in ``active`` first, in one call (in
-        order, after the records already there: nothing else adds a key), then the deletes and
-        dispatches are folded in order; one of a record this chunk creates after it refuses
-        the log, as the fold in order would (it finds no such record). The ``acceptedAt``
-        instants are converted up front, all at once (:func:`instants_ms`).
+        :class:`Record`. The ``acceptedAt`` instants are converted up front, all at once
+        (:func:`instants_ms`).
         """
         active: dict[str, Any] = self.active
-        active.update(zip(ids, entries, strict=True))
-        if len(ids) == len(typed):
-            return  # only creates
-        positions = compress(count(), map(is_, classes, repeat(wire.CreateData)))
-        born = dict(zip(ids, positions, strict=False)).get  # every create has its position
         pop = active.pop
+        next_create = iter(zip(ids, entries, strict=True)).__next__
         accepted_ms = iter(instants_ms(stamps, self.instants.parse)).__next__
-        others = map(is_not, classes, repeat(wire.CreateData))
-        for position, change, kind in compress(zip(count(), typed, classes), others):
-            target = change.id  # type: ignore[union-attr]
-            created = born(target)
-            if created is not None and created > position:
-                raise Invalid  # not yet created: the fold in order refuses it
+        for change, kind in zip(typed, classes, strict=True):
             if kind is wire.DeleteData:
-                if pop(target, None) is None:
-                    self._foreign(_DELETE, target, 0)
+                if pop(change.id, None) is None:  # type: ignore[union-attr]
+                    self._foreign(_DELETE, change.id, 0)  # type: ignore[union-attr]
                 continue
+            if kind is wire.CreateData:
+                record_id, entry = next_create()
+                active[record_id] = entry
+                continue
+            target = change.id  # type: ignore[union-attr]
             current = active.get(target)
             if current is None:
                 if change.acceptedAt is None:  # type: ignore[union-attr]

@@ -1,11 +1,10 @@
 """The order of a chunk's changes in the fast path (``ChunkFold._fold_typed``).
 
-The fast path puts all the records a chunk creates into the active set first, then folds the
-chunk's deletes and dispatches in order; a delete or dispatch of a record the chunk creates only
-after it must still refuse the log, as the fold in order does. A created record stays an entry
-(its typed record and target) until a dispatch moves it on or the fold ends; whatever the order,
-the result must be the reference's, split or not, and in a chunk that goes line by line after
-typed chunks (whose entries are then built as records first).
+A created record stays an entry (its typed record and target) in the active set until a
+dispatch moves it on or the fold ends. Whatever the order of the changes (a delete or dispatch
+before the create of its record, a dispatch after the delete), the result must be the
+reference's, split or not, also where a chunk goes line by line after typed chunks (whose
+entries are then built as records first).
 """
 
 from __future__ import annotations
