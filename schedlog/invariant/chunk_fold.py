@@ -36,10 +36,10 @@ created in both parts, a change of a record the first part does not hold).
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import compress, islice, repeat
 from operator import attrgetter, is_, is_not, not_
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
 from msgspec.structs import replace
@@ -117,12 +117,11 @@ class ChunkFold:
         self.foreign: list[tuple[int, str, int]] | None = [] if tail else None
         self.later_seen: dict[str, None] = {}  # the ids a joined tail created, after ``seen``
         self.count = 0  # events so far
-        self.active: dict[str, Record] = {}
+        #: The active records in create order: a :class:`Record`, or an entry (a typed record
+        #: and its target in epoch ms) that no dispatch moved on.
+        self.active: dict[str, Record | tuple[wire.WireRecord, int]] = {}
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
-        #: When set (by the caller, before the first chunk): every id the typed path created,
-        #: with its ``scheduledAt`` as the log wrote it and in epoch ms (see :meth:`targets`).
-        self.created: dict[str, tuple[str, int]] | None = None
         #: The targets' texts of the records a joined tail added (the last of ``active``).
         self.later_targets: list[str | None] = []
         # The event types seen so far, or expected (``kinds``): the first chunk is then tried
@@ -168,6 +167,7 @@ class ChunkFold:
                 return
         if self.foreign is not None:
             raise Invalid  # a tail knows too little to fold line by line: the head does it
+        self._settle()
         self._lines(body)
         if kept is not None:
             kept.append((body.split(b"\n")[:-1], None))
@@ -180,13 +180,13 @@ class ChunkFold:
                 raise NotTaken
             decode = self.decode_line = line_decoder(self.kinds)
         lines = self._decoded = each_line(decode, rows)
-        count = len(lines)
+        events = len(lines)
         classes = list(map(type, lines))
         typed_lines = list(map(TYPED_LINES.__contains__, classes))
         check_escapes(body, rows, typed_lines)
         # What is left after the envelopes' 2 each, the untyped payloads' and the follow-ups'
         # must be the changes' own.
-        colons = body.count(b":") - 2 * count
+        colons = body.count(b":") - 2 * events
         others = list(compress(lines, map(not_, typed_lines))) if False in typed_lines else []
         if others:
             colons -= check_untyped(list(map(_PAYLOAD, others)))
@@ -196,10 +196,10 @@ class ChunkFold:
         if wire.ChangeLine not in classes:
             if colons:
                 raise NotTaken
-            return count
+            return events
         typed = list(map(_PAYLOAD, compress(lines, map(is_, classes, repeat(wire.ChangeLine)))))
         self._fold_chunk(typed, colons, None)
-        return count
+        return events
 
     # -- the chunk at once ------------------------------------------------------------------
 
@@ -276,16 +276,11 @@ class ChunkFold:
         ):
             raise NotTaken
         ids = list(map(_ID, records))
-        entries: list[tuple[wire.WireRecord, int]] = []
+        whens: list[int] = []
         if records:
             self._check_creates(records, ids, titles)
-            texts = list(map(_SCHEDULED_AT, records))
-            whens = self._create_instants(texts)
-            entries = list(zip(records, whens, strict=True))
-            if self.created is not None:
-                self.created.update(zip(ids, zip(texts, whens, strict=True), strict=True))
-        self._fold_typed(typed, classes, stamps, iter(zip(ids, entries, strict=True)).__next__)
-        self._settle(ids, entries)
+            whens = self._create_instants(list(map(_SCHEDULED_AT, records)))
+        self._fold_typed(typed, classes, stamps, ids, zip(records, whens, strict=True))
 
     def _check_creates(
         self, records: list[wire.WireRecord], ids: list[str], titles: list[str]
@@ -314,52 +309,48 @@ class ChunkFold:
         typed: list[wire.ChangeData],
         classes: list[type],
         stamps: list[str],
-        next_create: Callable[[], tuple[str, tuple[wire.WireRecord, int]]],
+        ids: list[str],
+        entries: Iterable[tuple[wire.WireRecord, int]],
     ) -> None:
-        """Fold typed changes in order, whose creates :meth:`_check_creates` checked (each
-        ``next_create()`` is the next one's id and entry); ``stamps`` are the dispatches'
-        ``acceptedAt`` that are set, in order.
+        """Fold typed changes in order, whose creates :meth:`_check_creates` checked (``ids``
+        and ``entries``: theirs, in order); ``stamps`` are the dispatches' ``acceptedAt`` that
+        are set, in order.
 
         A created record stays an entry (the typed record and its ``scheduledAt`` in epoch ms)
-        in ``active`` until :meth:`_settle` (or a dispatch) builds its :class:`Record`. The
-        ``acceptedAt`` instants are converted up front, all at once (:func:`instants_ms`).
+        in ``active`` until a dispatch moves it on or :meth:`records` builds its
+        :class:`Record`. The ``acceptedAt`` instants are converted up front, all at once
+        (:func:`instants_ms`).
         """
-        # Records, and the entries created in this chunk until they are settled.
         active: dict[str, Any] = self.active
         pop = active.pop
+        next_create = iter(zip(ids, entries, strict=True)).__next__
         accepted_ms = iter(instants_ms(stamps, self.instants.parse)).__next__
         for change, kind in zip(typed, classes, strict=True):
             if kind is wire.DeleteData:
                 if pop(change.id, None) is None:  # type: ignore[union-attr]
                     self._foreign(_DELETE, change.id, 0)  # type: ignore[union-attr]
-            elif kind is wire.CreateData:
+                continue
+            if kind is wire.CreateData:
                 record_id, entry = next_create()
-                active[record_id] = entry  # settled below
-            else:
-                target = change.id  # type: ignore[union-attr]
-                current = active.get(target)
-                if current is None:
-                    if change.acceptedAt is None:  # type: ignore[union-attr]
-                        self._foreign(_ONE_SHOT, target, 0)
-                    elif (at := accepted_ms()) is None:
-                        raise Invalid
-                    else:
-                        self._foreign(_EVERY, target, at)
-                    continue
+                active[record_id] = entry
+                continue
+            target = change.id  # type: ignore[union-attr]
+            current = active.get(target)
+            if current is None:
                 if change.acceptedAt is None:  # type: ignore[union-attr]
-                    if type(current) is Record:
-                        if current.kind != "after" and current.kind != "at":
-                            raise Invalid
-                    elif type(current[0]) is wire.EveryRecord:  # still typed
-                        raise Invalid
-                    del active[target]
-                    continue
-                if type(current) is not Record:
-                    current = wire.record_of(*current)
-                at = accepted_ms()
-                if at is None:
+                    self._foreign(_ONE_SHOT, target, 0)
+                elif (at := accepted_ms()) is None:
                     raise Invalid
-                _dispatch_every(active, target, current, at)
+                else:
+                    self._foreign(_EVERY, target, at)
+            elif change.acceptedAt is None:  # type: ignore[union-attr]
+                if not _is_one_shot(current):
+                    raise Invalid
+                del active[target]
+            elif (at := accepted_ms()) is None:
+                raise Invalid
+            else:
+                _dispatch_every(active, target, _as_record(current), at)
 
     def _foreign(self, code: int, target: str, at: int) -> None:
         """A delete or dispatch of ``target``, which is not active: in a tail, of a record
@@ -384,10 +375,10 @@ class ChunkFold:
             raise Invalid
         for code, target, at in foreign:
             current = active.get(target)
-            if current is None or (code == _ONE_SHOT and not current.is_one_shot):
+            if current is None or (code == _ONE_SHOT and not _is_one_shot(current)):
                 raise Invalid
             if code == _EVERY:
-                _dispatch_every(active, target, current, at)
+                _dispatch_every(active, target, _as_record(current), at)
             else:
                 del active[target]
         self.later_seen = later
@@ -399,38 +390,37 @@ class ChunkFold:
 
     def targets(self) -> list[str | None]:
         """The ``scheduledAt`` of each active record, in order, as the log wrote it when it
-        created the record, if it is still that target (a dispatch moves an every record on),
-        else None; all None unless :attr:`created` was set.
+        created the record, if it is still that target (an entry: no dispatch moved it on),
+        else None.
 
         Such a text is ``format_instant`` of the target: the typed path created the record only
         if :func:`~schedlog.invariant.chunk_checks.instants_ms` took the text for a canonical
         instant, which is exactly the text ``format_instant`` gives (docs/rules.md#instants);
         ``tests/invariant/test_fastcheck_targets.py`` proves it."""
-        created = self.created
-        later = self.later_targets if created is not None else []
+        later = self.later_targets
         own = islice(self.active.values(), len(self.active) - len(later))
-        texts: list[str | None] = []
-        if created:
-            get = created.get
-            for record in own:
-                known = get(record.id)
-                texts.append(
-                    known[0] if known is not None and known[1] == record.scheduled_at else None
-                )
-        else:
-            texts = [None] * (len(self.active) - len(later))
+        texts: list[str | None] = [
+            value[0].scheduledAt if type(value) is tuple else None for value in own
+        ]
         texts += later
         return texts
 
-    def _settle(self, ids: list[str], entries: list[tuple[wire.WireRecord, int]]) -> None:
-        """Build the :class:`Record` of each entry created in this chunk that is still
-        active."""
-        active: dict[str, Any] = self.active
-        still = map(is_, map(active.get, ids), entries)
-        for record_id, entry in compress(zip(ids, entries, strict=True), still):
-            active[record_id] = wire.record_of(*entry)
+    def records(self) -> list[Record]:
+        """The active records, in order: the :class:`Record` of each entry built now."""
+        return [
+            wire.record_of(*value) if isinstance(value, tuple) else value
+            for value in self.active.values()
+        ]
 
     # -- line by line -------------------------------------------------------------------------
+
+    def _settle(self) -> None:
+        """Build the :class:`Record` of every entry in ``active`` (the reference fold's steps,
+        which read the records, come next)."""
+        active: dict[str, Any] = self.active
+        for record_id, value in active.items():
+            if type(value) is tuple:
+                active[record_id] = wire.record_of(*value)
 
     def _lines(self, body: bytes) -> None:
         """The chunk as the summary read and the fold take it, one line at a time."""
@@ -460,7 +450,8 @@ class ChunkFold:
 
     def _apply(self, change: Change) -> None:
         try:
-            effect = plan(change, self.active, self.seen)
+            # Records only: :meth:`_settle` built them before the first line.
+            effect = plan(change, cast("dict[str, Record]", self.active), self.seen)
         except FoldError:
             raise Invalid from None
         if effect.created:
@@ -474,6 +465,18 @@ class ChunkFold:
 _DELETE: Final = 0
 _ONE_SHOT: Final = 1
 _EVERY: Final = 2
+
+
+def _is_one_shot(current: Record | tuple[wire.WireRecord, int]) -> bool:
+    """Whether an active record or entry is a one-shot (``after`` or ``at``)."""
+    if type(current) is tuple:
+        return type(current[0]) is not wire.EveryRecord
+    return current.is_one_shot  # type: ignore[union-attr]
+
+
+def _as_record(current: Record | tuple[wire.WireRecord, int]) -> Record:
+    """The :class:`Record` of an active record or entry."""
+    return wire.record_of(*current) if type(current) is tuple else current  # type: ignore[return-value]
 
 
 def _dispatch_every(active: dict[str, Any], target: str, current: Record, at: int) -> None:

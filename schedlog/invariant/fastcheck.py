@@ -37,7 +37,6 @@ import os
 import stat
 from collections.abc import Callable
 from functools import partial
-from itertools import chain
 from typing import BinaryIO, Final
 
 from schedlog.eventlog.errors import CorruptLogError
@@ -187,8 +186,6 @@ def _check(
     fold = ChunkFold(header.seed_length, kinds=_KINDS_SEEN[0])
     fold.kept = keep
     fold.whole = whole
-    if targets is not None:
-        fold.created = {}
     body = buf[header_size:]
     tail: Callable[[], bytes | None] | None = None
     middle = _middle(stream, header_size, min_split) if split is not None else None
@@ -230,7 +227,8 @@ def _check(
         header_size=header_size,
         corruption=None,
     )
-    return contents, FoldState.from_index(fold.active, chain(fold.seen, fold.later_seen))
+    state = FoldState(active=tuple(fold.records()), seen_ids=(*fold.seen, *fold.later_seen))
+    return contents, state
 
 
 class _TooLong(Exception):
@@ -311,12 +309,11 @@ def _tail_work(read: Callable[[int], bytes], size: int) -> bytes:
     owned, the changes of records it did not create left to :meth:`ChunkFold.join`): the encoded
     result, or nothing when it is not sure."""
     fold = ChunkFold(0, tail=True, kinds=_KINDS_SEEN[0])
-    fold.created = {}
     try:
         carry, complete = _fold_stream(fold, read, size, b"")
     except (Invalid, _TooLong):
         return b""
     assert fold.foreign is not None
-    records = list(fold.active.values())
+    records = fold.records()
     result = (fold.count, complete, carry, list(fold.seen), records, fold.foreign, fold.targets())
     return encode_tail(result)
