@@ -49,6 +49,29 @@ def reminders_uri(session_id: str) -> str:
     return f"schedlog://sessions/{quote(session_id, safe='')}/reminders"
 
 
+class _Bus(InMemorySubscriptionBus):
+    """The SDK's in-process bus, counting its subscriptions (open listen streams), so that a
+    change nobody listens for spawns no publish task (a webhook burst makes 10,000 changes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listening = 0
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        unsubscribe = super().subscribe(listener)
+        self.listening += 1
+        ended = False
+
+        def end() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                self.listening -= 1
+            unsubscribe()
+
+        return end
+
+
 class ReminderServer:
     """The MCP server of ``backend``'s tools; :attr:`server` is the SDK's low-level server.
 
@@ -60,7 +83,7 @@ class ReminderServer:
         self._session_of = session_of
         self._tools = mcp_tools(backend.protocol)
         self._input_schemas = {tool.name: tool.input_schema for tool in self._tools}
-        self._bus = InMemorySubscriptionBus()
+        self._bus = _Bus()
         self._listen = ListenHandler(self._bus)
         self._legacy: dict[str, set[ServerSession]] = {}  # uri -> handshake-era subscribers
         self._pending: set[asyncio.Task[None]] = set()
@@ -174,7 +197,8 @@ class ReminderServer:
     def _changed(self, session_id: str) -> None:
         """The backend's change feed (on the event loop): tell the session's subscribers."""
         uri = reminders_uri(session_id)
-        self._spawn(self._bus.publish(ResourceUpdated(uri=uri)))
+        if self._bus.listening:
+            self._spawn(self._bus.publish(ResourceUpdated(uri=uri)))
         for session in list(self._legacy.get(uri, ())):
             self._spawn(self._send_updated(session, uri))
 
