@@ -353,6 +353,7 @@ class HostCore:
         sleep_until: Callable[[int], Awaitable[None]] | None = None,
         retry_in: Callable[[str], int] | None = None,
         commit: Callable[[_Plan], Awaitable[Delivered | None]] | None = None,
+        get: Callable[[str], StoredTask | None] | None = None,
     ) -> Delivered | None:
         """:meth:`deliver_group` for a sink that is not a session log (webhook delivery): the
         follow-up is handed to ``post``, and the members are committed only when it returns.
@@ -373,10 +374,12 @@ class HostCore:
         held that long, so that no other host retries them before this one would.
 
         ``commit`` (a local store: :class:`~schedlog.host.webhook_commit.WebhookCommits`)
-        commits the acknowledged plan together with others instead of in a slot of its own.
+        commits the acknowledged plan together with others instead of in a slot of its own,
+        and its ``get`` reads the members for the decision (the tasks its pass scanned, when
+        no write has changed them since) instead of the store's.
         """
         with self.due_tasks.delivering_to(group, retry_in):
-            plan = await in_slot(lambda: self._plan(group, now))
+            plan = await in_slot(lambda: self._plan(group, now, get))
             if plan is None:
                 return None
             if plan.outgoing is not None:

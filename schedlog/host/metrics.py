@@ -164,6 +164,9 @@ class HostMetrics:
             self.deliveries.labels(outcome)
         for result in WEBHOOK_RESULTS:
             self.webhook_attempts.labels(result)
+        # The children counted once per delivery and per POST, looked up once (a burst).
+        self._sent = self.deliveries.labels("sent")
+        self._posted = self.webhook_attempts.labels("ok")
         self.service: HostService | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: The number of open event streams, when there is an event hub (host serve).
@@ -181,7 +184,7 @@ class HostMetrics:
         service.subscribe_failures(self.failed)
 
     def delivered(self, message: Delivered) -> None:
-        self.deliveries.labels("sent").inc()
+        self._sent.inc()
         service = self.service
         if service is None:
             return
@@ -224,7 +227,7 @@ class HostMetrics:
                 kind = getattr(exc, "kind", "error")
                 self.webhook_attempts.labels(kind if kind in WEBHOOK_RESULTS else "error").inc()
                 raise
-            self.webhook_attempts.labels("ok").inc()
+            self._posted.inc()
 
         return counted
 

@@ -107,11 +107,18 @@ class DrivePasses:
                 sleep_until=self.clock.sleep_until,
                 retry_in=None if backoff is None else backoff.next_delay_ms,
                 commit=None if self._commits is None else self._commits.commit,
+                get=None if self._commits is None else self._commits.get,
             )
+            if self._commits is not None:
+                return sent  # told with its commit's batch (WebhookCommits.report)
         if sent is not None:
             for listener in list(self._delivery_listeners):
                 listener(sent)
         return sent
+
+    def _tell_batch(self, sent: Sequence[Delivered]) -> None:
+        """Tell the delivery listeners of a webhook group commit's messages, in order."""
+        _tell(list(self._delivery_listeners), sent)
 
     def _record_failure(self, exc: GroupFailed) -> None:
         if self.backoff is None:
@@ -208,7 +215,10 @@ class DrivePasses:
         now, skip = self.clock.now_ms(), self._excluded(excluded)
         if self._batch is not None and isinstance(self.core.due_tasks, LocalTimerIndex):
             return await self._batch.scan(now, skip)
-        return self.core.due(now, skip)
+        due = self.core.due(now, skip)
+        if self._commits is not None:  # read just now: decided and committed as read
+            self._commits.trust(due)
+        return due
 
     async def _plan(self, due: Sequence[StoredTask]) -> list[Group]:
         """The pass's groups (:func:`plan_groups`); for a batched pass of many tasks due on a
@@ -255,6 +265,8 @@ class DrivePasses:
                 outcome = exc
             return self._reported(outcome)
         finally:
+            if self._commits is not None:
+                self._commits.forget(group.ids)
             if self._auto and not self._stopping and not self._settled(group, outcome):
                 self.request_drive()
 

@@ -118,6 +118,7 @@ class HostService(DrivePasses):
                 clock.now_ms,
                 lambda fn: self._fifo.submit(fn, checked=False),
                 lambda: 0 if self._posts is None else self._posts.running,
+                self._tell_batch,
             )
             if post is not None and batchable(self.core)
             else None

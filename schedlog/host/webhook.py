@@ -12,7 +12,10 @@ carries the same id: receivers dedupe by it.
 
 ``--webhook-timeout`` is a deadline on the whole exchange (connect, send, the answer's status
 line and headers), kept on the host's clock: a receiver that trickles its answer a byte at a
-time is cut off at the deadline. Of the answer only the status counts; at most
+time is cut off at the deadline. :meth:`WebhookSink.post` keeps it with one watcher for every
+exchange in flight (:mod:`schedlog.host.webhook_deadline`); :meth:`WebhookSink.post_reference`
+is the readable form, a timer per exchange, proven equal to it by
+``tests/serve/test_webhook_deadline.py``. Of the answer only the status counts; at most
 :data:`MAX_ANSWER_BYTES` of its body are read, as sent (never decompressed), then the
 connection is closed. The POSTs go over :mod:`schedlog.host.webhook_http` (HTTP/1.1 keep-alive
 on asyncio streams), through httpx only when a test hands in an httpx transport or the URL
@@ -35,6 +38,7 @@ import httpx
 from schedlog.clock import Clock
 from schedlog.eventlog.followups import Member
 from schedlog.host.core import Outgoing
+from schedlog.host.webhook_deadline import Deadlines
 from schedlog.host.webhook_http import LeanPoster, ProtocolError
 from schedlog.rules.instants import format_instant
 from schedlog.rules.text import json_bytes
@@ -123,6 +127,7 @@ class WebhookSink:
         self._clock = clock
         self._timeout_ms = max(1, round(timeout_s * 1000))
         self._timeout_s = timeout_s
+        self._deadlines = Deadlines(clock)
         #: The lean client (schedlog.host.webhook_http) unless a test hands in an httpx
         #: transport, or the URL carries user info (httpx sends it as Basic credentials).
         self._lean: LeanPoster | None = None
@@ -138,9 +143,8 @@ class WebhookSink:
             headers={"User-Agent": USER_AGENT},
         )
 
-    async def post(self, outgoing: Outgoing) -> None:
-        """POST the follow-up; return after a 2xx, else raise :class:`WebhookError`. The whole
-        exchange ends within the timeout on the host's clock."""
+    def _signed(self, outgoing: Outgoing) -> tuple[bytes, dict[str, str]]:
+        """The body of ``outgoing`` and its headers, signed now."""
         body = payload(outgoing)
         stamp = self._clock.now_ms() // 1000
         headers = {
@@ -148,6 +152,34 @@ class WebhookSink:
             TIMESTAMP_HEADER: str(stamp),
             SIGNATURE_HEADER: sign(self._secret, stamp, body),
         }
+        return body, headers
+
+    def _timed_out(self) -> WebhookError:
+        return WebhookError(
+            f"the webhook receiver did not answer within {self._timeout_ms / 1000:g} s", "timeout"
+        )
+
+    async def post(self, outgoing: Outgoing) -> None:
+        """POST the follow-up; return after a 2xx, else raise :class:`WebhookError`. The whole
+        exchange ends within the timeout on the host's clock: it runs in this task, which the
+        sink's deadline watcher cancels at the deadline."""
+        body, headers = self._signed(outgoing)
+        deadline = self._deadlines.arm(self._clock.now_ms() + self._timeout_ms)
+        try:
+            status = await self._exchange(body, headers)
+        except asyncio.CancelledError:
+            if deadline.expired():
+                raise self._timed_out() from None
+            raise
+        finally:
+            deadline.end()
+        if not 200 <= status < 300:
+            raise WebhookError(f"the webhook receiver answered {status}")
+
+    async def post_reference(self, outgoing: Outgoing) -> None:
+        """:meth:`post` in its readable form: the exchange in a task of its own, raced against
+        a timer on the host's clock."""
+        body, headers = self._signed(outgoing)
         deadline = self._clock.now_ms() + self._timeout_ms
         exchange = asyncio.ensure_future(self._exchange(body, headers))
         try:
@@ -158,10 +190,7 @@ class WebhookSink:
                 finally:
                     timer.cancel()
                 if not exchange.done() and self._clock.now_ms() >= deadline:
-                    raise WebhookError(
-                        f"the webhook receiver did not answer within {self._timeout_ms / 1000:g} s",
-                        "timeout",
-                    )
+                    raise self._timed_out()
             status = exchange.result()
         finally:
             if not exchange.done():
@@ -201,6 +230,7 @@ class WebhookSink:
             ) from None
 
     async def aclose(self) -> None:
+        self._deadlines.close()
         if self._lean is not None:
             await self._lean.aclose()
         await self._client.aclose()

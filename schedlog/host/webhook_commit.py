@@ -19,7 +19,16 @@ group that arrived since the last commit started:
 * Each group's caller returns only after that transaction is durable: a session's next group
   (:class:`~schedlog.host.inflight.SessionChains`) and a member's next occurrence are never
   sent before it. A failed transaction fails every group of the batch with its members, which
-  stay due and are posted again, under the same ``messageId``, after their backoff.
+  stay due and are posted again, under the same ``messageId``, after their backoff. The
+  batch's messages are reported (``report``: delivery lines, metrics) once, in order, at the
+  end of its slot.
+
+Each due task is decoded once, by the pass's scan (docs/decisions.md, "Webhook burst: one
+decode per task"): the scanned tasks are trusted (:meth:`WebhookCommits.trust`) until a write
+reports a change to one of them, which drops it. The decision and the commit's re-read
+(:meth:`WebhookCommits.get`) take a trusted task as it is and read the store only for one that
+was dropped. Every write of a store this host alone writes runs in a FIFO slot and reports
+its change there, and both reads run in FIFO slots, so a trusted task is the stored one.
 
 Only a store this host alone writes that rewrites many tasks at once from a worker thread
 (:func:`~schedlog.host.batch.batchable`) commits in groups; a shared store keeps the commit
@@ -29,7 +38,7 @@ of one group under its leases.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Final, cast
 
 from schedlog._crashpoints import crashpoint
@@ -72,6 +81,7 @@ class WebhookCommits:
         now: Callable[[], int],
         in_slot: InSlot,
         load: Callable[[], int] = lambda: 0,
+        report: Callable[[Sequence[Delivered]], None] = lambda sent: None,
     ) -> None:
         assert isinstance(core.store, ReplacesMany)
         self.core = core
@@ -82,13 +92,35 @@ class WebhookCommits:
         self._open: _Batch | None = None
         #: The fewest groups in a commit for which its write leaves the loop.
         self.threaded_from = THREADED_FROM
+        #: Tells the listeners of a batch's messages (``_tell`` of schedlog/host/passes.py).
+        self.report = report
         #: Ids this commit left inactive and no write has touched since (:meth:`settled`).
         self._inactive: set[str] = set()
+        #: Scanned tasks no write has reported a change to since (:meth:`trust`).
+        self._trusted: dict[str, StoredTask] = {}
         core.subscribe_changes(self._touched)
 
     def _touched(self, change: TaskChange) -> None:
+        self._trusted.pop(change.id, None)
         if change.kind != "delivered":
             self._inactive.discard(change.id)
+
+    def trust(self, scanned: Iterable[StoredTask]) -> None:
+        """Trust the tasks a scan has just read (on the loop, with no write since) until a
+        write reports a change to one, or :meth:`forget`."""
+        for st in scanned:
+            self._trusted[st.task.id] = st
+
+    def forget(self, ids: Iterable[str]) -> None:
+        """Stop trusting ``ids`` (their group has ended)."""
+        for task_id in ids:
+            self._trusted.pop(task_id, None)
+
+    def get(self, task_id: str) -> StoredTask | None:
+        """The stored task ``task_id``: the trusted one, else read from the store. Call it in a
+        FIFO slot (no write runs meanwhile)."""
+        st = self._trusted.get(task_id)
+        return self.core.store.get(task_id) if st is None else st
 
     def settled(self, ids: tuple[str, ...]) -> bool:
         """Whether every one of ``ids`` was left inactive by a commit here and not written
@@ -127,7 +159,7 @@ class WebhookCommits:
     async def _write(self, plans: list[_Plan]) -> list[_Outcome]:
         """The slot's work: re-read, one transaction off the loop, then index and report."""
         core = self.core
-        kept = [still_planned(plan, core.store.get) for plan in plans]
+        kept = [still_planned(plan, self.get) for plan in plans]
         delivered_at = self.now()
         commits, tasks = member_commits(core, kept, delivered_at)
         if tasks:
@@ -156,4 +188,5 @@ class WebhookCommits:
             sent = plan.outgoing
             out.append(None if sent is None else sent.delivered._replace(delivered_at=delivered_at))
         core.notify(changes)
+        self.report([sent for sent in out if isinstance(sent, Delivered)])
         return out

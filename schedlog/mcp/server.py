@@ -49,6 +49,29 @@ def reminders_uri(session_id: str) -> str:
     return f"schedlog://sessions/{quote(session_id, safe='')}/reminders"
 
 
+class _Bus(InMemorySubscriptionBus):
+    """The SDK's in-process bus, counting its subscriptions (open listen streams), so that a
+    change nobody listens for spawns no publish task (a webhook burst makes 10,000 changes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listening = 0
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        unsubscribe = super().subscribe(listener)
+        self.listening += 1
+        ended = False
+
+        def end() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                self.listening -= 1
+            unsubscribe()
+
+        return end
+
+
 class ReminderServer:
     """The MCP server of ``backend``'s tools; :attr:`server` is the SDK's low-level server.
 
@@ -60,7 +83,7 @@ class ReminderServer:
         self._session_of = session_of
         self._tools = mcp_tools(backend.protocol)
         self._input_schemas = {tool.name: tool.input_schema for tool in self._tools}
-        self._bus = InMemorySubscriptionBus()
+        self._bus = _Bus()
         self._listen = ListenHandler(self._bus)
         self._legacy: dict[str, set[ServerSession]] = {}  # uri -> handshake-era subscribers
         self._pending: set[asyncio.Task[None]] = set()
@@ -179,10 +202,15 @@ class ReminderServer:
         The sessions changed are collected and told by one task, each once, in the order of
         their first change (a batched delivery reports a thousand changes at once: one task
         per change held the loop; docs/decisions.md "The API during a burst"). A change made
-        while that task runs is told after it, so none is missed."""
+        while that task runs is told after it, so none is missed. While no listen stream is
+        open and no session subscribed to the resource, there is nobody to tell (a webhook
+        burst makes one change per reminder)."""
+        uri = reminders_uri(session_id)
+        if not self._bus.listening and not self._legacy.get(uri):
+            return
         uris = self._changed_uris
         first = not uris
-        uris.setdefault(reminders_uri(session_id), None)
+        uris.setdefault(uri, None)
         if first and not self._spawn(self._tell_changed()):
             uris.clear()  # no running loop: the service is closing, nobody to tell
 
