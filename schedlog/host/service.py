@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -136,6 +137,10 @@ class HostService(DrivePasses):
             None if post is None else SessionChains(self._post_group, post_concurrency)
         )
         self._timer: asyncio.Task[None] | None = None
+        #: Remote changes (``LISTEN``) not yet taken by the loop, and whether it will take them.
+        self._remote: list[dict[str, str]] = []
+        self._remote_lock = threading.Lock()
+        self._remote_queued = False
         if auto_drive:
             self.core.drive_requested = self.request_drive
             self._timer = asyncio.get_running_loop().create_task(self._run_timer())
@@ -296,15 +301,26 @@ class HostService(DrivePasses):
     # --- delivery ----------------------------------------------------------------------------
 
     def _from_thread(self, loop: asyncio.AbstractEventLoop, change: dict[str, str]) -> None:
+        """A remote change from the ``LISTEN`` thread, queued for the loop: the changes that
+        arrive before the loop takes them are handled in one call (a batch commit of another
+        host notifies about a thousand), not one loop wake-up each."""
+        with self._remote_lock:
+            self._remote.append(change)
+            if self._remote_queued:
+                return
+            self._remote_queued = True
         with contextlib.suppress(RuntimeError):  # the loop closed while a change arrived
-            loop.call_soon_threadsafe(self._remote_change, change)
+            loop.call_soon_threadsafe(self._remote_changes)
 
-    def _remote_change(self, change: dict[str, str]) -> None:
-        """Another host committed a change (``LISTEN``): report it, and look for work again."""
+    def _remote_changes(self) -> None:
+        """Other hosts committed changes (``LISTEN``): report them, and look for work again."""
+        with self._remote_lock:
+            changes, self._remote = self._remote, []
+            self._remote_queued = False
         if self._stopping:
             return
-        reported = remote_change(change)
-        self.core._changed(() if reported is None else (reported,))
+        reported = [c for c in map(remote_change, changes) if c is not None]
+        self.core._changed(reported)
         self.request_drive()
 
     def subscribe_deliveries(self, listener: Callable[[Delivered], None]) -> Callable[[], None]:

@@ -20,6 +20,8 @@ from tests.host.helpers import T0, MemorySessions, task
 psycopg = pg.require_psycopg()
 
 from schedlog.host.service import HostService  # noqa: E402
+from schedlog.host.stores.base import StoreWriteError  # noqa: E402
+from schedlog.host.stores.pg_batch import CoalescedChecks  # noqa: E402
 from schedlog.host.stores.pg_claims import SESSION_SEED  # noqa: E402
 from schedlog.host.stores.pg_rows import StoreConflictError  # noqa: E402
 from schedlog.host.stores.postgres import PostgresTaskStore  # noqa: E402
@@ -289,3 +291,92 @@ def test_a_batch_commit_notifies_every_change_in_a_few_chunks(store: PostgresTas
         {"writer": owner, "id": f"schedule-{i}", "sessionId": f"{long}-{i}", "kind": "updated"}
         for i in range(40)
     ]
+
+
+def test_a_row_deleted_and_written_again_since_the_claim_is_left_out(
+    store: PostgresTaskStore,
+) -> None:
+    _fill(store, sessions=1, per=2)
+    batch = store.claim_batch(LATER)
+    try:
+        pg.sql(store.url, "INSERT INTO schedlog_tasks (id, session_id, status, next_at, body, "
+               "version) SELECT id || '-x', session_id, status, next_at, body, version "
+               "FROM schedlog_tasks WHERE id = 'schedule-0-0'")  # fmt: skip
+        pg.sql(store.url, "DELETE FROM schedlog_tasks WHERE id = 'schedule-0-0'")
+        pg.sql(store.url, "UPDATE schedlog_tasks SET id = 'schedule-0-0' "
+               "WHERE id = 'schedule-0-0-x'")  # fmt: skip
+        # The same id at the same version, in another row: not the row claimed.
+        assert sorted(batch.fresh()) == ["schedule-0-1"]
+    finally:
+        batch.close()
+
+
+def test_lease_checks_asked_while_one_runs_share_the_next_query_never_the_running_one() -> None:
+    checks = CoalescedChecks()
+    release = threading.Event()
+    queries: list[set[str]] = []
+
+    def run(keys: set[str]) -> set[str]:
+        queries.append(set(keys))
+        if len(queries) == 1:  # the first query is in flight while two more sessions ask
+            assert release.wait(10)
+            return {"a", "b", "c"}  # what was leased when it ran: not an answer for b or c
+        return {"c"}
+
+    answers: dict[str, set[str]] = {}
+    threads = [
+        threading.Thread(target=lambda k=k: answers.setdefault(k, checks.check({k}, run)))
+        for k in "abc"
+    ]
+    threads[0].start()
+    _until(lambda: len(queries) == 1)
+    threads[1].start()
+    threads[2].start()
+    _until(lambda: len(checks._waiting) == 2)
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert queries == [{"a"}, {"b", "c"}]  # one query for the two that waited
+    assert answers == {"a": {"a"}, "b": set(), "c": {"c"}}  # b: lost by the time it was asked
+
+
+def test_a_failed_coalesced_check_fails_every_check_it_served_with_its_own_error() -> None:
+    checks = CoalescedChecks()
+    release = threading.Event()
+    calls: list[set[str]] = []
+
+    def run(keys: set[str]) -> set[str]:
+        calls.append(keys)
+        if len(calls) == 1:
+            assert release.wait(10)
+            return {"a"}
+        raise StoreWriteError("cannot write db: the session locks were lost (gone)")
+
+    errors: dict[str, BaseException] = {}
+
+    def ask(key: str) -> None:
+        try:
+            checks.check({key}, run)
+        except StoreWriteError as exc:
+            errors[key] = exc
+
+    threads = [threading.Thread(target=ask, args=(k,)) for k in "abc"]
+    threads[0].start()
+    _until(lambda: len(calls) == 1)
+    threads[1].start()
+    threads[2].start()
+    _until(lambda: len(checks._waiting) == 2)
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(errors) == ["b", "c"] and errors["b"] is not errors["c"]
+    assert all("session locks were lost" in str(e) for e in errors.values())
+    assert checks.check({"d"}, lambda keys: keys) == {"d"}  # the next check runs afresh
+
+
+def _until(condition: Any) -> None:
+    """Wait (bounded) for another thread to reach a point the test needs."""
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline
+        threading.Event().wait(0.001)

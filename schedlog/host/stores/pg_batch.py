@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import psycopg
@@ -39,10 +39,68 @@ from schedlog.host.stores.pg_deadline import bounded, deadline_s
 from schedlog.host.stores.pg_rows import StoreConflictError, reason, row_columns, storable
 from schedlog.host.task import Task
 
-__all__ = ["BATCH_CLAIM_LIMIT", "ClaimBatch"]
+__all__ = ["BATCH_CLAIM_LIMIT", "ClaimBatch", "CoalescedChecks"]
 
 #: Rows one batched claim takes (plus the other due recurring rows of their sessions).
 BATCH_CLAIM_LIMIT: Final = 1_000
+
+
+class CoalescedChecks:
+    """Checks of key sets that share a query when they overlap in time (group commit for
+    reads): a caller whose check finds none in flight leads, runs one check for every check
+    asked for until then, and hands each its share; one asking while a check is in flight
+    waits for it to end and joins the next (so its query is always sent after it asked)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._waiting: list[_Asked] = []
+        self._running = False
+
+    def check(self, keys: set[str], run: Callable[[set[str]], set[str]]) -> set[str]:
+        """The keys of ``keys`` that ``run`` (called with the union of the checks it serves)
+        answers; ``run``'s exception is raised in every check it served."""
+        asked = _Asked(keys)
+        with self._cond:
+            self._waiting.append(asked)
+            while not asked.done and self._running:
+                self._cond.wait()
+            if asked.done:
+                return asked.answer()
+            self._running = True  # the leader of every check waiting now
+            served, self._waiting = self._waiting, []
+        try:
+            union: set[str] = set().union(*(a.keys for a in served))
+            found = run(union)
+            for a in served:
+                a.found = found & a.keys
+        except BaseException as exc:
+            for a in served:
+                a.error = exc
+        finally:
+            with self._cond:
+                for a in served:
+                    a.done = True
+                self._running = False
+                self._cond.notify_all()
+        return asked.answer()
+
+
+class _Asked:
+    """One check waiting for its answer."""
+
+    def __init__(self, keys: set[str]) -> None:
+        self.keys = keys
+        self.found: set[str] = set()
+        self.error: BaseException | None = None
+        self.done = False
+
+    def answer(self) -> set[str]:
+        error = self.error
+        if error is None:
+            return self.found
+        if isinstance(error, StoreWriteError):  # each waiter raises an exception of its own
+            raise type(error)(str(error)) from error
+        raise error
 
 
 class ClaimBatch:
@@ -58,7 +116,7 @@ class ClaimBatch:
         self.versions: dict[str, int] = {}
         self._committed: set[str] = set()
         self._renewed = time.monotonic()
-        self._renewing = threading.Lock()
+        self._checks = CoalescedChecks()
         self.closed = False
 
     @classmethod
@@ -123,44 +181,60 @@ class ClaimBatch:
     def fresh(self) -> dict[str, StoredTask]:
         """The claimed rows as stored now (one read): a row that changed since the claim (a
         tool's edit: another version), is gone or no longer decodes is left out, so nothing
-        is planned from a stale claim; its claim ends with the batch."""
-        ids = list(self.versions)
-        if not ids:
+        is planned from a stale claim; its claim ends with the batch.
+
+        Only each row's ``seq`` and version are read: every write of a body bumps its version
+        (schedlog/host/stores/pg_queries.py), so a row at the version and ``seq`` claimed still
+        holds the body decoded at the claim, and is not decoded again."""
+        if not self.versions:
             return {}
         with bounded(self.conn, "the batch's read"):
-            rows = self.conn.execute(q.BATCH_READ, (ids,)).fetchall()
-        out: dict[str, StoredTask] = {}
-        for row in rows:
-            st = self.store._valid(row)
-            if st is not None and self.versions.get(st.task.id) == row[5]:
-                out[st.task.id] = st
-        return out
+            rows = self.conn.execute(q.BATCH_VERSIONS, (list(self.versions),)).fetchall()
+        now = {str(key): (int(seq), int(version)) for key, seq, version in rows}
+        return {
+            st.task.id: st
+            for st in self.tasks
+            if now.get(st.task.id) == (st.seq, self.versions[st.task.id])
+        }
 
     def lost(self, ids: Iterable[str]) -> list[str]:
         """The lease check before a session's append: the ids of ``ids`` whose lease is no
         longer this host's with a third of a lease to spare. Renews every lease of the batch
         first once a third of a lease has passed since the last renewal. Raises
-        :class:`StoreWriteError` when the connection (and so the session locks) is lost."""
+        :class:`StoreWriteError` when the connection (and so the session locks) is lost.
+
+        Checks asked for while another is in flight are **coalesced** (one leader, one query
+        for all of them, sent after each of them was asked for): each session is still checked
+        by a query that ran after it asked and before its append, but the sessions the pool
+        appends in parallel share one round trip on the batch's connection instead of queueing
+        one each (docs/decisions.md, "Burst on PostgreSQL: coalesced lease checks, one
+        watchdog thread")."""
         wanted = list(ids)
-        keys = [k for k in wanted if storable(k)]
+        keys = {k for k in wanted if storable(k)}
+        mine = self._checks.check(keys, self._check_now)
+        return [k for k in wanted if k not in mine]
+
+    def _check_now(self, keys: set[str]) -> set[str]:
+        """One lease check of ``keys`` (the union of the coalesced checks), after the renewal
+        when it is due: the keys still leased to this host with a third of a lease to spare."""
         third = self.store.lease_ms / 3000
         try:
-            with self._renewing:
-                if time.monotonic() - self._renewed >= third:
-                    pending = [k for k in self.versions if k not in self._committed]
-                    with bounded(self.conn, "the lease renewal"):
-                        self.conn.execute(
-                            q.EXTEND_LEASES, (self.store.lease_ms / 1000, pending, self.store.owner)
-                        )
-                    self._renewed = time.monotonic()
+            if time.monotonic() - self._renewed >= third:
+                pending = [k for k in self.versions if k not in self._committed]
+                with bounded(self.conn, "the lease renewal"):
+                    self.conn.execute(
+                        q.EXTEND_LEASES, (self.store.lease_ms / 1000, pending, self.store.owner)
+                    )
+                self._renewed = time.monotonic()
             with bounded(self.conn, "the lease check"):
-                rows = self.conn.execute(q.BATCH_LEASED, (keys, self.store.owner, third)).fetchall()
+                rows = self.conn.execute(
+                    q.BATCH_LEASED, (sorted(keys), self.store.owner, third)
+                ).fetchall()
         except psycopg.Error as exc:
             raise StoreWriteError(
                 f"cannot write {self.store.path}: the session locks were lost ({reason(exc)})"
             ) from exc
-        mine = {str(r[0]) for r in rows}
-        return [k for k in wanted if k not in mine]
+        return {str(r[0]) for r in rows}
 
     def commit(self, tasks: Sequence[Task]) -> None:
         """Every delivered row in one statement and one transaction, each at its claimed

@@ -12,6 +12,8 @@ discards the broken connection; the next use connects afresh (``connect_timeout`
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import os
 import socket
 import threading
@@ -38,7 +40,11 @@ def deadline_s() -> float:
 
 
 class Watchdog:
-    """Shuts ``conn``'s socket down once ``seconds`` pass without :meth:`progress`."""
+    """Shuts ``conn``'s socket down once ``seconds`` pass without :meth:`progress`.
+
+    Watched by the process's one :class:`_Watcher` thread (a deadline in its heap), not by a
+    thread of its own: a query costs a heap push, not a thread start (docs/decisions.md,
+    "Burst on PostgreSQL: coalesced lease checks, one watchdog thread")."""
 
     def __init__(self, conn: psycopg.Connection[Any], seconds: float) -> None:
         self._conn = conn
@@ -47,26 +53,24 @@ class Watchdog:
         self._lock = threading.Lock()
         self._stopped = False
         self.fired = False
-        self._timer: threading.Timer | None = None
-        self._arm(seconds)
-
-    def _arm(self, after: float) -> None:
-        timer = threading.Timer(after, self._check)
-        timer.daemon = True
-        self._timer = timer
-        timer.start()
+        _WATCHER.watch(self, self._last + seconds)
 
     def progress(self) -> None:
         self._last = time.monotonic()
 
-    def _check(self) -> None:
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def _check(self) -> float | None:
+        """At a deadline (the watcher's thread): the next deadline when progress was made
+        meanwhile, else None after shutting the socket down (or when stopped)."""
         with self._lock:
             if self._stopped:
-                return
+                return None
             left = self._last + self._seconds - time.monotonic()
             if left > 0:
-                self._arm(left)
-                return
+                return time.monotonic() + left
             self.fired = True
         # shutdown acts on the socket, not the descriptor: the dup is closed at once
         with contextlib.suppress(OSError, psycopg.Error):
@@ -75,12 +79,64 @@ class Watchdog:
                 sock.shutdown(socket.SHUT_RDWR)
             finally:
                 sock.close()
+        return None
 
     def stop(self) -> None:
         with self._lock:
             self._stopped = True
-            if self._timer is not None:
-                self._timer.cancel()
+
+
+class _Watcher:
+    """The one thread that watches every :class:`Watchdog` of the process: a heap of
+    deadlines, slept on until the earliest. A stopped watchdog stays in the heap until it is
+    at the top (then it is dropped without waiting). Started on first use, and again in a
+    child after ``fork`` (threads do not survive it; :meth:`reset`)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Watchdog]] = []
+        self._order = itertools.count()
+        self._started = False
+
+    def watch(self, dog: Watchdog, at: float) -> None:
+        with self._cond:
+            if not self._started:
+                self._started = True
+                thread = threading.Thread(target=self._run, name="schedlog-watchdog", daemon=True)
+                thread.start()
+            heapq.heappush(self._heap, (at, next(self._order), dog))
+            if self._heap[0][2] is dog:  # earlier than what the thread sleeps until
+                self._cond.notify()
+
+    def _due(self) -> Watchdog:
+        """The next watchdog whose deadline passed (waits for it)."""
+        with self._cond:
+            while True:
+                heap = self._heap
+                while heap and heap[0][2].stopped:
+                    heapq.heappop(heap)
+                if not heap:
+                    self._cond.wait()
+                    continue
+                left = heap[0][0] - time.monotonic()
+                if left <= 0:
+                    return heapq.heappop(heap)[2]
+                self._cond.wait(left)
+
+    def _run(self) -> None:
+        while True:
+            dog = self._due()
+            again = dog._check()  # outside the heap's lock: a shutdown may take a moment
+            if again is not None:
+                with self._cond:
+                    heapq.heappush(self._heap, (again, next(self._order), dog))
+
+
+_WATCHER: Final = _Watcher()
+os.register_at_fork(after_in_child=_WATCHER.reset)
 
 
 @contextlib.contextmanager

@@ -179,7 +179,9 @@ BATCH_CLAIM: Final = (
     "RETURNING t.seq, t.id, t.session_id, t.status, t.next_at, t.version, t.body, "
     "picked.previous"
 )
-BATCH_READ: Final = f"SELECT {COLUMNS} FROM schedlog_tasks WHERE id = ANY(%s)"
+#: Each row's ``seq`` and version, for a batch's read before planning (every body write bumps
+#: the version).
+BATCH_VERSIONS: Final = "SELECT id, seq, version FROM schedlog_tasks WHERE id = ANY(%s)"
 #: The ids of ``ids`` this host still leases with at least ``secs`` left (a read: no WAL).
 BATCH_LEASED: Final = (
     "SELECT id FROM schedlog_tasks WHERE id = ANY(%s) AND lease_owner = %s "
