@@ -6,22 +6,23 @@ plans a group in its FIFO slot, then sends and commits the plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import structlog
 
 from schedlog.delivery_plan import plan_delivery
 from schedlog.diagnostics import recovered_fields
-from schedlog.eventlog.followups import build_followup
+from schedlog.eventlog.events import FOLLOWUP_TYPE
+from schedlog.eventlog.followups import HOST_SOURCE, Member
 from schedlog.framing import FramedReminder
 from schedlog.host.delivery import Delivered, Group, occurrence
 from schedlog.host.sessions import SessionHandle
 from schedlog.host.stores.base import StoredTask
-from schedlog.protocols import HOST
 from schedlog.rules.decide import Decision
+from schedlog.rules.instants import format_instant
 
-__all__ = ["Outgoing", "Plan", "plan_members"]
+__all__ = ["Outgoing", "Plan", "followup_event", "plan_members"]
 
 _log = structlog.get_logger("schedlog.host")
 
@@ -77,9 +78,32 @@ def plan_members(
     outgoing: Outgoing | None = None
     if plan.text is not None and plan.message_id is not None:
         sent_members = plan.members
-        event = build_followup(session_id, sent_members, plan.text, decision_time, protocol=HOST)
+        event = followup_event(sent_members, plan.text, plan.message_id, decision_time)
         for member in sent_members:
             ids[member.id] = plan.message_id
         delivered = Delivered(session_id, plan.message_id, plan.text, sent_members)
         outgoing = Outgoing(delivered, event, tuple(f.prompt for f in plan.fresh))
     return Plan(group, session, members, ids, outgoing)
+
+
+def followup_event(
+    members: Sequence[Member], text: str, message_id: str, created_at: int
+) -> dict[str, Any]:
+    """The host's ``message/followup`` event for ``members`` (epoch ms occurrences), given
+    their ``message_id`` as the plan computed it: what
+    :func:`~schedlog.eventlog.followups.build_followup` builds with ``protocol=HOST`` (the
+    readable reference; tests/host/test_group_plan.py holds them equal, key order included),
+    without hashing the members a second time."""
+    return {
+        "type": FOLLOWUP_TYPE,
+        "data": {
+            "messageId": message_id,
+            "role": "user",
+            "source": dict(HOST_SOURCE),
+            "text": text,
+            "reminders": [
+                {"id": m.id, "occurrenceAt": format_instant(m.occurrence_at)} for m in members
+            ],
+            "createdAt": format_instant(created_at),
+        },
+    }
