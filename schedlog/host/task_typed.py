@@ -42,7 +42,7 @@ from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST
 from schedlog.rules.records import MAX_EVERY_SECONDS, TITLE_MAX_UNITS, decode_host_record
 from schedlog.rules.text import JS_WHITESPACE, MAX_SAFE_INT, utf16_len
 
-__all__ = ["Row", "TimerKey", "check_rows"]
+__all__ = ["Row", "TimerKey", "WireTask", "check_rows", "vouched"]
 
 #: A stored row as read: ``(seq, id, session_id, body)``; the columns may hold any SQLite type.
 Row = tuple[int, object, object, object]
@@ -244,9 +244,25 @@ def _tasks_ok(tasks: list[WireTask], pausable: bool) -> bool:
 def check_rows(rows: Sequence[Row], *, pausable: bool) -> list[TimerKey] | None:
     """The timer-index keys of the active, unpaused tasks of ``rows`` (in row order) when the
     reference decoder accepts every row; None when the fast path does not vouch for them all."""
+    found = vouched(rows, pausable=pausable)
+    if found is None:
+        return None
+    tasks, targets = found
+    seqs = [row[0] for row in rows]
+    record_ids = [task.record.id for task in tasks]
+    live = [t.status != "inactive" and t.pausedAt is None for t in tasks]
+    return list(
+        zip(compress(targets, live), compress(seqs, live), compress(record_ids, live), strict=True)
+    )
+
+
+def vouched(rows: Sequence[Row], *, pausable: bool) -> tuple[list[WireTask], list[int]] | None:
+    """The typed tasks of ``rows`` and their records' targets (epoch ms), in row order, when
+    the reference decoder accepts every row; None when the fast path does not vouch for them
+    all (see the module)."""
     if not rows:
-        return []
-    seqs, keys, sessions, bodies = zip(*rows, strict=True)
+        return [], []
+    _seqs, keys, sessions, bodies = zip(*rows, strict=True)
     if set(map(type, keys)) | set(map(type, sessions)) | set(map(type, bodies)) != {str}:
         return None
     # One JSON array of every body, decoded and encoded back in one call each. The
@@ -281,7 +297,4 @@ def check_rows(rows: Sequence[Row], *, pausable: bool) -> list[TimerKey] | None:
     targets = instants_ms(list(map(attrgetter("scheduledAt"), records)))
     if targets is None:
         return None
-    live = [t.status != "inactive" and t.pausedAt is None for t in tasks]
-    return list(
-        zip(compress(targets, live), compress(seqs, live), compress(record_ids, live), strict=True)
-    )
+    return tasks, targets
