@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -42,3 +43,72 @@ def test_the_source_is_a_copy() -> None:
     first["data"]["source"]["kind"] = "changed"
     again = followup_event(members, "t", message_id("s", members), 0)
     assert again["data"]["source"] == {"kind": "schedule"}
+
+
+class _Session:
+    """A resolved session: only what planning reads (the members its log holds)."""
+
+    def __init__(self, delivered: dict[Member, str]) -> None:
+        self.delivered = delivered
+
+    def append(self, event: object) -> object:
+        raise AssertionError("planning writes nothing")
+
+    def flush(self) -> bool:
+        raise AssertionError("planning writes nothing")
+
+
+KINDS = st.sampled_from(["after", "at", "every"])
+
+
+@given(
+    kind=KINDS,
+    prompt=TEXT,
+    session_id=st.sampled_from(["s-1", "<b>x</b>", "a\u2028b"]),
+    bound=st.sampled_from(["s-1", "other"]),
+    state=st.sampled_from(["active", "inactive", "paused", "missing"]),
+    lateness=st.integers(-5_000, 5_000),
+    held=st.sampled_from(["no", "this", "other occurrence"]),
+)
+def test_plan_one_shot_is_plan_group(
+    kind: str,
+    prompt: str,
+    session_id: str,
+    bound: str,
+    state: str,
+    lateness: int,
+    held: str,
+) -> None:
+    from structlog.testing import capture_logs
+
+    from schedlog.host.delivery import Group
+    from schedlog.host.group_plan import plan_group, plan_one_shot
+    from schedlog.host.stores.base import StoredTask
+    from schedlog.host.task import new_task
+    from schedlog.rules.record import Record
+
+    now = 1_780_000_000_000
+    target = now - lateness
+    selector = {"after": {"after_seconds": 60}, "at": {}, "every": {"every_seconds": 60}}[kind]
+    record = Record(id="r-1", kind=kind, prompt=prompt, scheduled_at=target, title="T", **selector)  # type: ignore[arg-type]
+    task = new_task(session_id if bound == "s-1" else "other", record)
+    if state == "inactive":
+        task = msgspec.structs.replace(task, status="inactive")
+    elif state == "paused":
+        task = msgspec.structs.replace(task, paused_at=now - 1)
+    stored = None if state == "missing" else StoredTask(3, task)
+    delivered = {
+        "no": {},
+        "this": {Member("r-1", target): "schedule-message-held"},
+        "other occurrence": {Member("r-1", target - 1): "schedule-message-old"},
+    }[held]
+    group = Group(session_id, True, ("r-1",))
+    session = _Session(delivered)
+    with capture_logs() as fast_logs:
+        fast = plan_one_shot(group, session, now, lambda _id: stored)
+    with capture_logs() as reference_logs:
+        reference = plan_group(group, session, now, lambda _id: stored)
+    assert fast == reference
+    assert fast_logs == reference_logs
+    if fast is not None and fast.outgoing is not None:
+        assert _ordered(fast.outgoing.event) == _ordered(reference.outgoing.event)  # type: ignore[union-attr]
