@@ -18,7 +18,7 @@ import os
 import signal
 from typing import Final
 
-__all__ = ["ENV", "NAMES", "arm", "crashpoint"]
+__all__ = ["ENV", "NAMES", "arm", "crashpoint", "crashpoints_armed"]
 
 ENV: Final = "SCHEDLOG_CRASHPOINT"
 
@@ -70,6 +70,12 @@ def arm(spec: str | None) -> None:
     if hits < 1:
         raise ValueError(f"crash point count must be at least 1: {spec!r}")
     _armed[name] = hits
+
+
+def crashpoints_armed() -> bool:
+    """Whether any crash point is armed (a writer may then take its step-by-step path, whose
+    crash states the harness reaches)."""
+    return bool(_armed)
 
 
 def crashpoint(name: str, fd: int | None = None, data: bytes = b"") -> None:

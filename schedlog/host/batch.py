@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 import structlog
 
@@ -376,10 +376,18 @@ def _append(handle: SessionHandle, plans: list[_Plan]) -> BaseException | None:
     """Append the follow-ups of ``plans`` in order, then one barrier. Returns the failure, if
     any, instead of raising it."""
     try:
-        if any(plan.outgoing is not None for plan in plans):
-            for plan in plans:
-                if plan.outgoing is not None:
-                    handle.append(plan.outgoing.event)
+        events = [plan.outgoing.event for plan in plans if plan.outgoing is not None]
+        if events:
+            # One write for the session's lines where the log takes them at once
+            # (LogAppender.append_many: each line still read back and judged first).
+            append_many: Callable[[list[dict[str, Any]]], object] | None = getattr(
+                handle, "append_many", None
+            )
+            if append_many is not None:
+                append_many(events)
+            else:
+                for event in events:
+                    handle.append(event)
             if not handle.flush():
                 raise ScheduleError("internal_error", MSG_BARRIER)
         crashpoint("batch.after_session")

@@ -45,7 +45,18 @@ from schedlog.rules.decide import MIN_EVERY_SECONDS_HOST
 from schedlog.rules.records import MAX_EVERY_SECONDS, TITLE_MAX_UNITS, decode_host_record
 from schedlog.rules.text import JS_WHITESPACE, MAX_SAFE_INT, utf16_len
 
-__all__ = ["Row", "TimerKey", "check_chunk", "check_rows", "decode_bodies", "task_keys"]
+__all__ = [
+    "Row",
+    "TimerKey",
+    "WireTask",
+    "check_chunk",
+    "check_rows",
+    "decode_bodies",
+    "live_keys",
+    "task_keys",
+    "task_targets",
+    "vouched",
+]
 
 #: A stored row as read: ``(seq, id, session_id, body)``; the columns may hold any SQLite type.
 Row = tuple[int, object, object, object]
@@ -251,9 +262,20 @@ def check_rows(rows: Sequence[Row], *, pausable: bool) -> list[TimerKey] | None:
     """The timer-index keys of the active, unpaused tasks of ``rows`` (in row order) when the
     reference decoder accepts every row; None when the fast path does not vouch for them all.
     The column checks in Python; :func:`check_chunk` when the query has made them."""
+    found = vouched(rows, pausable=pausable)
+    if found is None:
+        return None
+    tasks, targets = found
+    return live_keys(tasks, [row[0] for row in rows], targets)
+
+
+def vouched(rows: Sequence[Row], *, pausable: bool) -> tuple[list[WireTask], list[int]] | None:
+    """The typed tasks of ``rows`` and their records' targets (epoch ms), in row order, when
+    the reference decoder accepts every row; None when the fast path does not vouch for them
+    all (see the module)."""
     if not rows:
-        return []
-    seqs, keys, sessions, bodies = zip(*rows, strict=True)
+        return [], []
+    _seqs, keys, sessions, bodies = zip(*rows, strict=True)
     if set(map(type, keys)) | set(map(type, sessions)) | set(map(type, bodies)) != {str}:
         return None
     if not all(map(str.startswith, bodies, _PREFIX)):
@@ -263,7 +285,8 @@ def check_rows(rows: Sequence[Row], *, pausable: bool) -> list[TimerKey] | None:
         return None
     if list(keys) != [t.record.id for t in tasks] or list(sessions) != [t.sessionId for t in tasks]:
         return None
-    return task_keys(tasks, list(seqs), pausable=pausable)
+    targets = task_targets(tasks, pausable=pausable)
+    return None if targets is None else (tasks, targets)
 
 
 def check_chunk(seqs: list[int], joined: str, *, pausable: bool) -> list[TimerKey] | None:
@@ -303,14 +326,20 @@ def decode_bodies(joined: str, count: int) -> list[WireTask] | None:
 def task_keys(tasks: list[WireTask], seqs: list[int], *, pausable: bool) -> list[TimerKey] | None:
     """The timer keys of decoded ``tasks`` (stored at ``seqs``) when every task-level rule
     holds (ids and sessions aside: the caller compares them with the columns); else None."""
+    targets = task_targets(tasks, pausable=pausable)
+    return None if targets is None else live_keys(tasks, seqs, targets)
+
+
+def task_targets(tasks: list[WireTask], *, pausable: bool) -> list[int] | None:
+    """The records' targets (epoch ms) of decoded ``tasks`` when every task-level rule holds
+    (ids and sessions aside); else None."""
     records = list(map(attrgetter("record"), tasks))
-    record_ids = list(map(attrgetter("id"), records))
     titles = list(map(attrgetter("title"), records))
     kinds = list(map(attrgetter("kind"), records))
     paused = list(map(attrgetter("pausedAt"), tasks))
     if (
         None in titles
-        or not trimmed(record_ids)
+        or not trimmed(list(map(attrgetter("id"), records)))
         or not trimmed(list(map(attrgetter("prompt"), records)))
         or not titles_ok(titles)
         or not _kinds_match(records, kinds)
@@ -318,10 +347,15 @@ def task_keys(tasks: list[WireTask], seqs: list[int], *, pausable: bool) -> list
         or not _tasks_ok(tasks, paused, pausable)
     ):
         return None
-    targets = instants_ms(list(map(attrgetter("scheduledAt"), records)))
-    if targets is None:
-        return None
-    if paused.count(None) == len(paused) and "inactive" not in map(attrgetter("status"), tasks):
+    return instants_ms(list(map(attrgetter("scheduledAt"), records)))
+
+
+def live_keys(tasks: list[WireTask], seqs: list[int], targets: list[int]) -> list[TimerKey]:
+    """The timer keys ``(target, seq, id)`` of the active, unpaused ones of vouched ``tasks``."""
+    record_ids = [task.record.id for task in tasks]
+    if "inactive" not in map(attrgetter("status"), tasks) and all(
+        task.pausedAt is None for task in tasks
+    ):
         return list(zip(targets, seqs, record_ids, strict=True))  # every task is live
     live = [t.status != "inactive" and t.pausedAt is None for t in tasks]
     return list(

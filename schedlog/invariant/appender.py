@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from schedlog._crashpoints import crashpoint
+from schedlog._crashpoints import crashpoint, crashpoints_armed
 from schedlog._lazy import LazyLogger
 from schedlog.eventlog.changes import Change
 from schedlog.eventlog.errors import CorruptLogError
@@ -201,6 +201,43 @@ class LogAppender:
         :data:`~schedlog.eventlog.reader.MAX_LINE_BYTES`. Not durable until :meth:`flush`.
         """
         fd = self._require_open()
+        line, logged = self._read_back(event)
+        state = self._folded(self.state, logged)
+        self._write(fd, line)
+        self.state = state
+        self._took(logged)
+        return logged
+
+    def append_many(self, events: Sequence[Mapping[str, Any]]) -> list[LogEvent]:
+        """:meth:`append` of each event in order, the lines written with one ``write``: every
+        line is read back and judged as :meth:`append` judges it before any is written, so a
+        refused event writes nothing of the others. A failed write leaves none of them (the
+        log is cut back, as :meth:`append` does). Not durable until :meth:`flush`.
+
+        While a crash point is armed (the crash matrix) the lines are written one by one, as
+        :meth:`append` writes them: a kill inside the N-th leaves the lines before it and half
+        of it, which is a prefix of the one ``write`` (docs/protocol.md#torn-tail)."""
+        fd = self._require_open()
+        lines: list[bytes] = []
+        logged_events: list[LogEvent] = []
+        state = self.state
+        for event in events:
+            line, logged = self._read_back(event)
+            state = self._folded(state, logged)
+            lines.append(line)
+            logged_events.append(logged)
+        if crashpoints_armed():
+            for line in lines:
+                self._write(fd, line)
+        else:
+            self._write(fd, b"".join(lines), torn_point=False)
+        self.state = state
+        for logged in logged_events:
+            self._took(logged)
+        return logged_events
+
+    def _read_back(self, event: Mapping[str, Any]) -> tuple[bytes, LogEvent]:
+        """The event's line and the event the reader reads from it (see :meth:`append`)."""
         line = encode_line(event)
         if len(line) > MAX_LINE_BYTES + 1:  # readers would take it for corruption
             raise ValueError(f"event line of {len(line) - 1} bytes is over {MAX_LINE_BYTES}")
@@ -212,24 +249,28 @@ class LogAppender:
             logged = event_from_value(value, raw=line)
         except ValueError as exc:  # CorruptLogError is a ValueError
             raise ValueError(f"not an event: {exc}") from None
-        state = self.state
-        if logged.type == SCHEDULE_CHANGE_TYPE:
-            if not self.schedule_folded:
-                raise ValueError(
-                    f"session log {self.path} was opened without folding its schedule events;"
-                    " schedule/change events cannot be appended to it"
-                )
-            check(state, logged)
-            state = apply_event(state, logged)
-        self._write(fd, line)
-        self.state = state
+        return line, logged
+
+    def _folded(self, state: FoldState, logged: LogEvent) -> FoldState:
+        """``state`` after ``logged``: a ``schedule/change`` is judged by the invariant."""
+        if logged.type != SCHEDULE_CHANGE_TYPE:
+            return state
+        if not self.schedule_folded:
+            raise ValueError(
+                f"session log {self.path} was opened without folding its schedule events;"
+                " schedule/change events cannot be appended to it"
+            )
+        check(state, logged)
+        return apply_event(state, logged)
+
+    def _took(self, logged: LogEvent) -> None:
+        """Count a written event; a follow-up's members are delivered now."""
         self.event_count += 1
         if logged.type == FOLLOWUP_TYPE:
             followup = parse_followup(logged.data)
             if followup is not None:
                 for member in followup.reminders:
                     self._delivered.setdefault(member, followup.message_id)
-        return logged
 
     def catch_up(self) -> list[LogEvent] | None:
         """The events another writer appended since this log last wrote or looked, seen by the
@@ -289,8 +330,9 @@ class LogAppender:
         """Append ``{"type":"schedule/change","data":CHANGE}`` (invariant-checked)."""
         return self.append({"type": SCHEDULE_CHANGE_TYPE, "data": change.to_json()})
 
-    def _write(self, fd: int, line: bytes) -> None:
-        crashpoint("eventlog.mid_line", fd, line)
+    def _write(self, fd: int, line: bytes, *, torn_point: bool = True) -> None:
+        if torn_point:
+            crashpoint("eventlog.mid_line", fd, line)
         try:
             write_all(fd, line)
         except OSError:

@@ -146,6 +146,8 @@ _ORDINAL_OF_EPOCH: Final = 719_163
 _ZERO_DIGITS: Final = bytes.maketrans(b"123456789", b"000000000")
 _CANONICAL_SHAPE: Final = b"0000-00-00T00:00:00.000Z"
 _MIDNIGHTS_MAX: Final = 4096
+#: Texts :meth:`CanonicalInstantParser.parse` keeps the instant of, at most.
+_PARSED_KEPT: Final = 1 << 16
 
 
 class CanonicalInstantParser:
@@ -157,18 +159,40 @@ class CanonicalInstantParser:
     instance starts with an empty memo.
     """
 
-    __slots__ = ("_midnights",)
+    __slots__ = ("_midnights", "_parsed")
 
     def __init__(self) -> None:
         self._midnights: dict[bytes, int] = {}
+        #: The instants parsed last, by their exact text (cleared when it holds
+        #: :data:`_PARSED_KEPT`): a burst's follow-ups and tasks repeat the same few.
+        self._parsed: dict[str, int] = {}
 
     def parse(self, text: object) -> int | None:
         """Epoch ms of a stored canonical instant; ``None`` unless exactly canonical and real.
 
+        An instant parsed lately is answered from the memo of the texts parsed (only ``str``
+        itself, and only texts that parsed); any other text by :meth:`parse_uncached`.
+        """
+        if type(text) is not str:
+            return None
+        known = self._parsed.get(text)
+        if known is not None:
+            return known
+        ms = self.parse_uncached(text)
+        if ms is not None:
+            parsed = self._parsed
+            if len(parsed) >= _PARSED_KEPT:
+                parsed.clear()  # dict operations hold the interpreter lock: threads may share it
+            parsed[text] = ms
+        return ms
+
+    def parse_uncached(self, text: str) -> int | None:
+        """:meth:`parse` without the memo of texts (the midnights' memo only).
+
         Hot in the fold, so it works on fixed positions: one ``translate`` checks the shape
         (ASCII digits and separators in place), then the fields are read from byte values.
         """
-        if type(text) is not str or len(text) != 24 or not text.isascii():
+        if len(text) != 24 or not text.isascii():
             return None
         b = text.encode("ascii")
         if b.translate(_ZERO_DIGITS) != _CANONICAL_SHAPE:

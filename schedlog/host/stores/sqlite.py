@@ -34,6 +34,7 @@ from schedlog.host.stores.base import (
     StoreWriteError,
     check_holdable,
 )
+from schedlog.host.stores.sqlite_load import decode_rows
 from schedlog.host.stores.sqlite_validate import (
     PAUSE_SCHEMA,
     SCHEMA_KEY,
@@ -227,8 +228,11 @@ class SqliteTaskStore:
             chunk = keys[start : start + _READ_CHUNK]
             marks = ",".join("?" * len(chunk))
             query = f"SELECT seq, id, session_id, body FROM tasks WHERE id IN ({marks})"
-            for row in self._conn.execute(query, chunk):
-                rows[row[1]] = self._row(*row)
+            # Decoded in bulk (decode_rows: the typed fast path, else row by row as _row does).
+            for st in decode_rows(
+                self._conn.execute(query, chunk).fetchall(), pausable=self.pausable
+            ):
+                rows[st.task.id] = st
         return [rows[key] for key in keys if key in rows]
 
     def active_targets(self) -> Iterator[tuple[int, int, str]]:
