@@ -254,6 +254,9 @@ def test_a_long_post_keeps_its_lease_alive(url: str) -> None:
             sink.gate.set()
             return await asyncio.wait_for(ticking, 30)
         finally:
+            # An assertion failed mid-POST: let the POST end, so closing does not wait on it
+            # forever (a broken renewal then fails this test instead of hanging it).
+            sink.gate.set()
             await svc.aclose()
 
     sent = asyncio.run(main())
