@@ -68,6 +68,7 @@ from schedlog.eventlog import wire
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE
 
 __all__ = [
+    "COMPACT_START",
     "TYPED_KINDS",
     "TYPED_LINES",
     "Invalid",
@@ -77,6 +78,7 @@ __all__ = [
     "each_line",
     "line_decoder",
     "single_line_tag",
+    "whole_envelopes",
     "whole_lines",
 ]
 
@@ -149,36 +151,50 @@ class _Starts(dict[str, bytes]):
 _STARTS: Final = _Starts()
 
 
-def whole_lines(body: bytes) -> tuple[list[str], list[msgspec.Raw]]:
-    """The ``type`` and raw ``data`` of each line of the chunk ``body`` (complete lines, each
-    ending with ``\n``), decoded in one call and proven to be the lines the reference sees
-    (module docstring, "The whole chunk in one call"); :class:`NotTaken` unless every line is
+#: How every line of a compact chunk starts (:func:`whole_envelopes` looks no further when
+#: the chunk does not).
+COMPACT_START: Final = b'{"type":"'
+
+
+def whole_envelopes(body: bytes) -> list[wire.Envelope]:
+    """The envelope (``type`` and raw ``data``) of each line of the chunk ``body`` (complete
+    lines, each ending with ``\n``), decoded in one call and proven to be the lines the
+    reference sees (module docstring, "The whole chunk in one call"): line ``i`` is exactly
+    the bytes of envelope ``i`` and its ``\n``. :class:`NotTaken` unless every line is
     compact."""
+    if not body.startswith(COMPACT_START):
+        raise NotTaken
     try:
-        envelopes = _decode_envelopes(body.replace(b"\n", b""))
+        envelopes: list[wire.Envelope] = _decode_envelopes(body.replace(b"\n", b""))
     except (msgspec.DecodeError, RecursionError):
         raise NotTaken from None
     if not envelopes:
         raise NotTaken
-    kinds: list[str] = list(map(_KIND, envelopes))
-    payloads: list[msgspec.Raw] = list(map(_PAYLOAD, envelopes))
-    pieces: list[Any] = [b"}\n"] * (2 * len(payloads) + 1)
-    pieces[0:-1:2] = map(_STARTS.__getitem__, kinds)
-    pieces[1::2] = payloads
+    pieces: list[Any] = [b"}\n"] * (2 * len(envelopes) + 1)
+    pieces[0:-1:2] = map(_STARTS.__getitem__, map(_KIND, envelopes))
+    pieces[1::2] = map(_PAYLOAD, envelopes)
     pieces[0] = pieces[0][2:]  # no line before the first
     if b"".join(pieces) != body:
         raise NotTaken
-    return kinds, payloads
+    return envelopes
+
+
+def whole_lines(body: bytes) -> tuple[list[str], list[msgspec.Raw]]:
+    """The ``type`` and raw ``data`` of each line of :func:`whole_envelopes`."""
+    envelopes = whole_envelopes(body)
+    return list(map(_KIND, envelopes)), list(map(_PAYLOAD, envelopes))
 
 
 #: A chunk of event lines the check took, kept for the caller (``keep``): its lines in order
-#: (each with its ``\n``, or each without it when the chunk held a ``\r``), and how they were
+#: (each with its ``\n``, or each without it when the chunk held a ``\r``), or the chunk's
+#: bytes when it was taken in one call (:func:`whole_envelopes`: each of its lines is exactly
+#: the bytes of one envelope, then its ``\n``), and how they were
 #: decoded, one item a line: :class:`~schedlog.eventlog.wire.Envelope` items; or the
 #: single-pass decoder's, whose class is tagged by the event type
 #: (:func:`single_line_tag`) and whose ``data`` is raw unless the line is a
 #: :class:`~schedlog.eventlog.wire.ChangeLine` or :class:`~schedlog.eventlog.wire.FollowupLine`;
 #: or None, a chunk read line by line.
-Kept = tuple[list[bytes], "list[Any] | None"]
+Kept = tuple["list[bytes] | bytes", "list[Any] | None"]
 
 
 def single_line_tag(cls: type) -> str:

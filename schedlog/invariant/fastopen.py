@@ -31,9 +31,11 @@ random, mutated and broken logs.
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
+from collections.abc import Sequence
 from itertools import compress
 from operator import attrgetter
-from typing import Any
+from typing import Any, overload
 
 import msgspec
 from msgspec.structs import replace
@@ -45,7 +47,7 @@ from schedlog.fold.state import FoldState
 from schedlog.invariant.fastcheck import Kept, fast_check_fd, single_line_tag
 from schedlog.invariant.logs import validate_log
 
-__all__ = ["KeptLines", "read_for_open", "read_for_open_fd"]
+__all__ = ["KeptLines", "KeptRows", "read_for_open", "read_for_open_fd"]
 
 
 #: One line decoded into ``type`` and the text of ``data``, as an event is built from it
@@ -91,21 +93,88 @@ class KeptLines(list[Kept]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[bytes] = []
+        self.rows = KeptRows()
         self.kinds: list[str] = []
         self.failed = False
 
     def append(self, chunk: Kept) -> None:
         if self.failed:
             return
-        rows = _with_line_ends(chunk[0])
+        lines, decoded = chunk
+        if type(lines) is bytes:  # a chunk taken in one call: its envelopes
+            self.rows.add_chunk(lines, len(decoded))  # type: ignore[arg-type]
+            self.kinds += map(_KIND, decoded)  # type: ignore[arg-type]
+            return
+        rows = _with_line_ends(lines)  # type: ignore[arg-type]
         try:
-            kinds = _chunk_kinds(rows, chunk[1])
+            kinds = _chunk_kinds(rows, decoded)
         except (msgspec.DecodeError, RecursionError):
             self.failed = True
             return
-        self.rows += rows
+        self.rows.add_rows(rows)
         self.kinds += kinds
+
+
+class KeptRows(Sequence[bytes]):
+    """The lines the open kept, each with its ``\\n``: the lines of a chunk read apart, or
+    the bytes of a chunk taken in one call (each of its lines exactly one envelope,
+    :func:`~schedlog.invariant.chunk_lines.whole_envelopes`), split at its ``\\n`` only
+    when one of its lines is first asked for."""
+
+    __slots__ = ("_chunks", "_count", "_firsts")
+
+    def __init__(self) -> None:
+        self._firsts: list[int] = []  # the index of each chunk's first line
+        self._chunks: list[bytes | list[bytes]] = []
+        self._count = 0
+
+    def add_rows(self, rows: list[bytes]) -> None:
+        """Keep the lines ``rows`` (each with its ``\\n``)."""
+        if rows:
+            self._firsts.append(self._count)
+            self._chunks.append(rows)
+            self._count += len(rows)
+
+    def add_chunk(self, body: bytes, lines: int) -> None:
+        """Keep the chunk ``body`` of ``lines`` complete lines."""
+        self._firsts.append(self._count)
+        self._chunks.append(body)
+        self._count += lines
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        if isinstance(index, slice):
+            return list(map(self._at, range(*index.indices(self._count))))
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError("line index out of range")
+        return self._at(index)
+
+    def _at(self, index: int) -> bytes:
+        number = bisect_right(self._firsts, index) - 1
+        chunk = self._chunks[number]
+        if isinstance(chunk, bytes):  # split now, at every "\n" and nowhere else
+            rows = self._chunks[number] = _split_rows(chunk)
+        else:
+            rows = chunk
+        return rows[index - self._firsts[number]]
+
+
+def _split_rows(body: bytes) -> list[bytes]:
+    """The lines of ``body``, each with its ``\\n``, split at every ``\\n`` and nowhere else
+    (without a ``\\r``, ``splitlines`` splits there too)."""
+    if b"\r" in body:
+        return [row + b"\n" for row in body.split(b"\n")[:-1]]
+    return body.splitlines(keepends=True)
 
 
 def _with_events(contents: LogContents, kept: KeptLines) -> LogContents | None:
