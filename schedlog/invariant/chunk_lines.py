@@ -59,7 +59,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache, reduce
-from operator import attrgetter, or_
+from itertools import accumulate
+from operator import add, attrgetter, or_
 from typing import Any, Final
 
 import msgspec
@@ -79,6 +80,7 @@ __all__ = [
     "line_decoder",
     "single_line_tag",
     "whole_envelopes",
+    "whole_line_ends",
     "whole_lines",
 ]
 
@@ -177,6 +179,15 @@ def whole_envelopes(body: bytes) -> list[wire.Envelope]:
     if b"".join(pieces) != body:
         raise NotTaken
     return envelopes
+
+
+def whole_line_ends(envelopes: list[wire.Envelope]) -> list[int]:
+    """Where each line of a chunk :func:`whole_envelopes` took ends (just after its ``\\n``),
+    counted from the chunk's start: line ``i`` is envelope ``i``'s compact text and its
+    ``\\n``, as long as the text between two payloads (``}\\n{"type":"K","data":``) and
+    the payload together."""
+    starts = map(len, map(_STARTS.__getitem__, map(_KIND, envelopes)))
+    return list(accumulate(map(add, starts, map(len, map(_PAYLOAD, envelopes)))))
 
 
 def whole_lines(body: bytes) -> tuple[list[str], list[msgspec.Raw]]:

@@ -44,6 +44,7 @@ from schedlog.eventlog import wire
 from schedlog.eventlog.line_events import LineEvents
 from schedlog.eventlog.reader import LogContents, read_log_fd
 from schedlog.fold.state import FoldState
+from schedlog.invariant.chunk_lines import whole_line_ends
 from schedlog.invariant.fastcheck import Kept, fast_check_fd, single_line_tag
 from schedlog.invariant.logs import validate_log
 
@@ -102,8 +103,9 @@ class KeptLines(list[Kept]):
             return
         lines, decoded = chunk
         if type(lines) is bytes:  # a chunk taken in one call: its envelopes
-            self.rows.add_chunk(lines, len(decoded))  # type: ignore[arg-type]
-            self.kinds += map(_KIND, decoded)  # type: ignore[arg-type]
+            assert decoded is not None
+            self.rows.add_chunk(lines, whole_line_ends(decoded))
+            self.kinds += map(_KIND, decoded)
             return
         rows = _with_line_ends(lines)  # type: ignore[arg-type]
         try:
@@ -118,14 +120,15 @@ class KeptLines(list[Kept]):
 class KeptRows(Sequence[bytes]):
     """The lines the open kept, each with its ``\\n``: the lines of a chunk read apart, or
     the bytes of a chunk taken in one call (each of its lines exactly one envelope,
-    :func:`~schedlog.invariant.chunk_lines.whole_envelopes`), split at its ``\\n`` only
-    when one of its lines is first asked for."""
+    :func:`~schedlog.invariant.chunk_lines.whole_envelopes`) and where each of its lines
+    ends, a line cut out of it when it is asked for."""
 
-    __slots__ = ("_chunks", "_count", "_firsts")
+    __slots__ = ("_chunks", "_count", "_ends", "_firsts")
 
     def __init__(self) -> None:
         self._firsts: list[int] = []  # the index of each chunk's first line
         self._chunks: list[bytes | list[bytes]] = []
+        self._ends: list[list[int]] = []  # a chunk's line ends ([] for a list of lines)
         self._count = 0
 
     def add_rows(self, rows: list[bytes]) -> None:
@@ -133,13 +136,15 @@ class KeptRows(Sequence[bytes]):
         if rows:
             self._firsts.append(self._count)
             self._chunks.append(rows)
+            self._ends.append([])
             self._count += len(rows)
 
-    def add_chunk(self, body: bytes, lines: int) -> None:
-        """Keep the chunk ``body`` of ``lines`` complete lines."""
+    def add_chunk(self, body: bytes, ends: list[int]) -> None:
+        """Keep the chunk ``body`` of complete lines, each ending at the next of ``ends``."""
         self._firsts.append(self._count)
         self._chunks.append(body)
-        self._count += lines
+        self._ends.append(ends)
+        self._count += len(ends)
 
     def __len__(self) -> int:
         return self._count
@@ -162,19 +167,11 @@ class KeptRows(Sequence[bytes]):
     def _at(self, index: int) -> bytes:
         number = bisect_right(self._firsts, index) - 1
         chunk = self._chunks[number]
-        if isinstance(chunk, bytes):  # split now, at every "\n" and nowhere else
-            rows = self._chunks[number] = _split_rows(chunk)
-        else:
-            rows = chunk
-        return rows[index - self._firsts[number]]
-
-
-def _split_rows(body: bytes) -> list[bytes]:
-    """The lines of ``body``, each with its ``\\n``, split at every ``\\n`` and nowhere else
-    (without a ``\\r``, ``splitlines`` splits there too)."""
-    if b"\r" in body:
-        return [row + b"\n" for row in body.split(b"\n")[:-1]]
-    return body.splitlines(keepends=True)
+        line = index - self._firsts[number]
+        if isinstance(chunk, bytes):
+            ends = self._ends[number]
+            return chunk[ends[line - 1] if line else 0 : ends[line]]
+        return chunk[line]
 
 
 def _with_events(contents: LogContents, kept: KeptLines) -> LogContents | None:
