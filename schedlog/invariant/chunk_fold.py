@@ -7,8 +7,11 @@ uses it; nothing outside schedlog should.
 
 How a chunk of complete lines is taken (:meth:`ChunkFold.take`), all or nothing:
 
-* for a small log, the chunk is first decoded in one call, which is taken only when its lines
-  are compact envelopes proven by their bytes (:func:`~schedlog.invariant.chunk_lines.whole_lines`);
+* first (:attr:`ChunkFold.whole`), the chunk is decoded in one call, which is taken only when
+  its lines are compact envelopes proven by their bytes
+  (:func:`~schedlog.invariant.chunk_lines.whole_envelopes`); the first chunk that is not, and
+  the chunk after one of mostly changes (which the single pass decodes once, not twice), end
+  that way for the rest of the log;
 * else the chunk is split at every ``\\n`` and each line is decoded on its own, by one
   ``msgspec`` decoder call per line (all the lines in one ``map``), into an envelope of exactly
   ``type`` and ``data`` (``data`` kept raw); :mod:`schedlog.invariant.chunk_lines` argues why
@@ -136,8 +139,8 @@ class ChunkFold:
         #: :data:`Kept`.
         self.kept: list[Kept] | None = None
         self._decoded: list[Any] = []  # the lines of the chunk just taken, decoded
-        #: Whether a chunk is first tried in one call (:meth:`_whole`; set by the caller for a
-        #: small log, ``validate DIR``).
+        #: Whether a chunk is first tried in one call (:meth:`_whole`; set by the callers of
+        #: ``fastcheck`` for every log, cleared after a chunk not so taken or mostly changes).
         self.whole = False
 
     def take(self, carry: bytes, lines: memoryview) -> None:

@@ -34,7 +34,9 @@ it ends whatever follows it, so such an array has exactly one element per payloa
 ``tests/invariant/test_fastcheck_lines.py`` holds every shape above and reframes valid logs at
 random (line ends turned into separators, lines broken in two, both in one chunk).
 
-The whole chunk in one call (:func:`whole_lines`, the way of a small log: ``validate DIR``).
+The whole chunk in one call (:func:`whole_envelopes`, tried first for every chunk of
+``validate``, ``replay`` and the session open: docs/decisions.md, "Every compact chunk in one
+call").
 A chunk of compact lines, each ``{"type":K,"data":D}`` as writers write it, can be decoded at
 once and still be proven to hold exactly the reference's lines, by its bytes rather than by
 any count. Every ``\\n`` is deleted and what is left (``joined``) decoded as a sequence of
@@ -51,8 +53,10 @@ chunk is exactly the bytes ``msgspec`` decoded as envelope ``i`` (``D`` a slice 
 which holds no ``\\n``), and a JSON value is the same value wherever it is parsed.
 Each shape above breaks the equality: a joined line lacks a ``\\n`` after its first value, a
 split line has one inside a value; a whitespace-only line, spaces, a ``\\r`` or a NUL are
-bytes no compact text holds. A spaced log (``{"type": ...``) never matches, and goes the
-line-by-line ways.
+bytes no compact text holds. A spaced log (``{"type": ...``) never matches (it is not even
+decoded: a chunk must start with :data:`COMPACT_START`), and goes the line-by-line ways.
+Line ``i`` being exactly envelope ``i``'s compact text and its ``\\n``, the chunk's lines are
+cut out of it where :func:`whole_line_ends` says, with no second split (the session open).
 """
 
 from __future__ import annotations

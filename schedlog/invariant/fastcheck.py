@@ -96,9 +96,10 @@ def fast_check(
 
     A log shorter than a chunk (``validate DIR`` of many small logs) is read whole, in one
     ``os.read`` of its size: the buffered reads of a chunk each cost more than the read itself
-    (docs/decisions.md, "Validating many logs: the walk, one read a log"), and its chunk is
-    first tried in one decoding call (``ChunkFold.whole``; docs/decisions.md, "Validating many
-    logs: one call a small log, the first run in this process")."""
+    (docs/decisions.md, "Validating many logs: the walk, one read a log"). Every chunk of every
+    log, both parts of a split one, is first tried in one decoding call (``ChunkFold.whole``;
+    docs/decisions.md, "Validating many logs: one call a small log, the first run in this
+    process" and "Every compact chunk in one call")."""
     name = os.fspath(path)
     fd = os.open(path, os.O_RDONLY | _CLOEXEC)
     try:

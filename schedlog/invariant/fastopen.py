@@ -11,7 +11,10 @@ reference is :func:`schedlog.eventlog.reader.read_log` (events kept) followed by
 * it keeps the lines it took and how it decoded each one alone (``keep``): the ``type`` of
   every line, and an envelope of exactly ``type`` and ``data`` (a line of a chunk the check
   read line by line, and a change or follow-up, whose ``data`` the check decoded typed, are
-  decoded once more into that envelope here, so that each line surely decodes so);
+  decoded once more into that envelope here, so that each line surely decodes so); a chunk
+  taken in one call is kept as its bytes and its line ends (:class:`KeptRows`): its lines
+  are exactly its envelopes, proven by its bytes
+  (:func:`~schedlog.invariant.chunk_lines.whole_envelopes`), so none is decoded again;
 * the events are built on first use (:class:`~schedlog.eventlog.line_events.LineEvents`, from
   each line kept and its type): the open builds none but those the engine looks at (the
   follow-ups, for their delivered members), and each event keeps the text of its ``data`` (a
