@@ -41,7 +41,7 @@ class LineEvents(Sequence[LogEvent]):
 
     __slots__ = ("_built", "_kinds", "_more", "_rows")
 
-    def __init__(self, rows: list[bytes], kinds: list[str]) -> None:
+    def __init__(self, rows: Sequence[bytes], kinds: list[str]) -> None:
         if len(rows) != len(kinds):
             raise ValueError("one event type a line")
         self._rows = rows

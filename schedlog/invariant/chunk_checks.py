@@ -142,7 +142,7 @@ def check_payloads(body: bytes, payloads: list[msgspec.Raw]) -> None:
     digits."""
     if not body.isascii():
         _check_utf8(body)
-    long = [data for data in payloads if len(data) > _SHORT_DATA]
+    long = list(compress(payloads, map(_SHORT_DATA.__lt__, map(len, payloads))))
     if long:  # the others cannot nest deeper than 190 levels
         openers = b"\n".join(long).translate(None, _NOT_OPENERS)
         _check_shape(long, openers, max(map(len, long)))

@@ -7,8 +7,11 @@ uses it; nothing outside schedlog should.
 
 How a chunk of complete lines is taken (:meth:`ChunkFold.take`), all or nothing:
 
-* for a small log, the chunk is first decoded in one call, which is taken only when its lines
-  are compact envelopes proven by their bytes (:func:`~schedlog.invariant.chunk_lines.whole_lines`);
+* first (:attr:`ChunkFold.whole`), the chunk is decoded in one call, which is taken only when
+  its lines are compact envelopes proven by their bytes
+  (:func:`~schedlog.invariant.chunk_lines.whole_envelopes`); the first chunk that is not, and
+  the chunk after one of mostly changes (which the single pass decodes once, not twice), end
+  that way for the rest of the log;
 * else the chunk is split at every ``\\n`` and each line is decoded on its own, by one
   ``msgspec`` decoder call per line (all the lines in one ``map``), into an envelope of exactly
   ``type`` and ``data`` (``data`` kept raw); :mod:`schedlog.invariant.chunk_lines` argues why
@@ -70,7 +73,7 @@ from schedlog.invariant.chunk_lines import (
     decode_envelope,
     each_line,
     line_decoder,
-    whole_lines,
+    whole_envelopes,
 )
 from schedlog.rules.instants import MAX_MS, CanonicalInstantParser
 from schedlog.rules.record import Record
@@ -93,6 +96,10 @@ _TITLE = attrgetter("title")
 #: A single-pass decoder is built for at most this many event types.
 _MAX_KINDS: Final = 32
 _decode_changes = msgspec.json.Decoder(list[wire.ChangeData]).decode
+#: After a chunk taken in one call (:meth:`ChunkFold._whole`) of which more than one line in
+#: this many is a change, the log's next chunks go the single pass (docs/decisions.md, "Every
+#: compact chunk in one call").
+_MOSTLY_CHANGES: Final = 4
 
 #: What a tail fold gives (``fastcheck``'s tail work): events, size of its complete lines,
 #: torn tail, created ids, the records still active, the changes of records it did not create
@@ -132,8 +139,8 @@ class ChunkFold:
         #: :data:`Kept`.
         self.kept: list[Kept] | None = None
         self._decoded: list[Any] = []  # the lines of the chunk just taken, decoded
-        #: Whether a chunk is first tried in one call (:meth:`_whole`; set by the caller for a
-        #: small log, ``validate DIR``).
+        #: Whether a chunk is first tried in one call (:meth:`_whole`; set by the callers of
+        #: ``fastcheck`` for every log, cleared after a chunk not so taken or mostly changes).
         self.whole = False
 
     def take(self, carry: bytes, lines: memoryview) -> None:
@@ -143,20 +150,16 @@ class ChunkFold:
         body = b"".join((carry, lines))
         kept = self.kept
         if self.count >= self.start:
-            if self.whole and kept is None:
+            if self.whole:
                 try:
                     self.count += self._whole(body)
                 except NotTaken:
-                    pass
+                    self.whole = False  # not compact: the log's next chunks go the other ways
                 else:
+                    if kept is not None:
+                        kept.append((body, self._decoded))
                     return
-            # Each line apart, as the reference reads it: split at every "\n" and nowhere else
-            # (without a "\r", splitlines splits there too, and keeps the "\n" a kept line needs).
-            if kept is not None and b"\r" not in body:
-                rows = body.splitlines(keepends=True)
-            else:
-                rows = body.split(b"\n")
-                rows.pop()  # after the last "\n"
+            rows = _rows(body, kept)
             for way in (self._single, self._fast):
                 try:
                     self.count += way(body, rows)
@@ -207,7 +210,8 @@ class ChunkFold:
         """:meth:`_fast` with the chunk's lines decoded in one call and proven exact compact
         envelopes by their bytes (:func:`~schedlog.invariant.chunk_lines.whole_lines`), so no
         ``:`` of the chunk needs counting: only the typed payloads' are, by their own bytes."""
-        kinds, payloads = whole_lines(body)
+        envelopes = self._decoded = whole_envelopes(body)
+        kinds, payloads = list(map(_KIND, envelopes)), list(map(_PAYLOAD, envelopes))
         if "" in kinds:
             raise NotTaken
         if not self.kinds.issuperset(kinds):
@@ -217,9 +221,11 @@ class ChunkFold:
         if followups:
             check_followups(list(compress(payloads, map(_FOLLOWUP.__eq__, kinds))))
         if changes:
-            changed = compress(payloads, map(_CHANGE.__eq__, kinds))
+            changed = list(compress(payloads, map(_CHANGE.__eq__, kinds)))
             typed, counted = decode_joined(_decode_changes, changed)
             self._fold_chunk(typed, counted, counted)
+            if len(changed) * _MOSTLY_CHANGES > len(kinds):
+                self.whole = False  # the single pass decodes changes once, not twice
         return len(kinds)
 
     def _fast(self, body: bytes, rows: list[bytes]) -> int:
@@ -460,6 +466,18 @@ class ChunkFold:
             del self.active[effect.id]
         else:
             self.active[effect.id] = effect.record
+
+
+def _rows(body: bytes, kept: list[Kept] | None) -> list[bytes]:
+    """The lines of ``body``, each apart, as the reference reads them: split at every ``\\n``
+    and nowhere else (without a ``\\r``, ``splitlines`` splits there too, and keeps the ``\\n``
+    a kept line needs). For a chunk :meth:`ChunkFold._whole` took, line ``i`` is so exactly
+    the bytes of envelope ``i`` (:func:`~schedlog.invariant.chunk_lines.whole_envelopes`)."""
+    if kept is not None and b"\r" not in body:
+        return body.splitlines(keepends=True)
+    rows = body.split(b"\n")
+    rows.pop()  # after the last "\n"
+    return rows
 
 
 _DELETE: Final = 0

@@ -34,7 +34,9 @@ it ends whatever follows it, so such an array has exactly one element per payloa
 ``tests/invariant/test_fastcheck_lines.py`` holds every shape above and reframes valid logs at
 random (line ends turned into separators, lines broken in two, both in one chunk).
 
-The whole chunk in one call (:func:`whole_lines`, the way of a small log: ``validate DIR``).
+The whole chunk in one call (:func:`whole_envelopes`, tried first for every chunk of
+``validate``, ``replay`` and the session open: docs/decisions.md, "Every compact chunk in one
+call").
 A chunk of compact lines, each ``{"type":K,"data":D}`` as writers write it, can be decoded at
 once and still be proven to hold exactly the reference's lines, by its bytes rather than by
 any count. Every ``\\n`` is deleted and what is left (``joined``) decoded as a sequence of
@@ -51,15 +53,18 @@ chunk is exactly the bytes ``msgspec`` decoded as envelope ``i`` (``D`` a slice 
 which holds no ``\\n``), and a JSON value is the same value wherever it is parsed.
 Each shape above breaks the equality: a joined line lacks a ``\\n`` after its first value, a
 split line has one inside a value; a whitespace-only line, spaces, a ``\\r`` or a NUL are
-bytes no compact text holds. A spaced log (``{"type": ...``) never matches, and goes the
-line-by-line ways.
+bytes no compact text holds. A spaced log (``{"type": ...``) never matches (it is not even
+decoded: a chunk must start with :data:`COMPACT_START`), and goes the line-by-line ways.
+Line ``i`` being exactly envelope ``i``'s compact text and its ``\\n``, the chunk's lines are
+cut out of it where :func:`whole_line_ends` says, with no second split (the session open).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache, reduce
-from operator import attrgetter, or_
+from itertools import accumulate
+from operator import add, attrgetter, or_
 from typing import Any, Final
 
 import msgspec
@@ -68,6 +73,7 @@ from schedlog.eventlog import wire
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE
 
 __all__ = [
+    "COMPACT_START",
     "TYPED_KINDS",
     "TYPED_LINES",
     "Invalid",
@@ -77,6 +83,8 @@ __all__ = [
     "each_line",
     "line_decoder",
     "single_line_tag",
+    "whole_envelopes",
+    "whole_line_ends",
     "whole_lines",
 ]
 
@@ -149,36 +157,59 @@ class _Starts(dict[str, bytes]):
 _STARTS: Final = _Starts()
 
 
-def whole_lines(body: bytes) -> tuple[list[str], list[msgspec.Raw]]:
-    """The ``type`` and raw ``data`` of each line of the chunk ``body`` (complete lines, each
-    ending with ``\n``), decoded in one call and proven to be the lines the reference sees
-    (module docstring, "The whole chunk in one call"); :class:`NotTaken` unless every line is
+#: How every line of a compact chunk starts (:func:`whole_envelopes` looks no further when
+#: the chunk does not).
+COMPACT_START: Final = b'{"type":"'
+
+
+def whole_envelopes(body: bytes) -> list[wire.Envelope]:
+    """The envelope (``type`` and raw ``data``) of each line of the chunk ``body`` (complete
+    lines, each ending with ``\n``), decoded in one call and proven to be the lines the
+    reference sees (module docstring, "The whole chunk in one call"): line ``i`` is exactly
+    the bytes of envelope ``i`` and its ``\n``. :class:`NotTaken` unless every line is
     compact."""
+    if not body.startswith(COMPACT_START):
+        raise NotTaken
     try:
-        envelopes = _decode_envelopes(body.replace(b"\n", b""))
+        envelopes: list[wire.Envelope] = _decode_envelopes(body.replace(b"\n", b""))
     except (msgspec.DecodeError, RecursionError):
         raise NotTaken from None
     if not envelopes:
         raise NotTaken
-    kinds: list[str] = list(map(_KIND, envelopes))
-    payloads: list[msgspec.Raw] = list(map(_PAYLOAD, envelopes))
-    pieces: list[Any] = [b"}\n"] * (2 * len(payloads) + 1)
-    pieces[0:-1:2] = map(_STARTS.__getitem__, kinds)
-    pieces[1::2] = payloads
+    pieces: list[Any] = [b"}\n"] * (2 * len(envelopes) + 1)
+    pieces[0:-1:2] = map(_STARTS.__getitem__, map(_KIND, envelopes))
+    pieces[1::2] = map(_PAYLOAD, envelopes)
     pieces[0] = pieces[0][2:]  # no line before the first
     if b"".join(pieces) != body:
         raise NotTaken
-    return kinds, payloads
+    return envelopes
+
+
+def whole_line_ends(envelopes: list[wire.Envelope]) -> list[int]:
+    """Where each line of a chunk :func:`whole_envelopes` took ends (just after its ``\\n``),
+    counted from the chunk's start: line ``i`` is envelope ``i``'s compact text and its
+    ``\\n``, as long as the text between two payloads (``}\\n{"type":"K","data":``) and
+    the payload together."""
+    starts = map(len, map(_STARTS.__getitem__, map(_KIND, envelopes)))
+    return list(accumulate(map(add, starts, map(len, map(_PAYLOAD, envelopes)))))
+
+
+def whole_lines(body: bytes) -> tuple[list[str], list[msgspec.Raw]]:
+    """The ``type`` and raw ``data`` of each line of :func:`whole_envelopes`."""
+    envelopes = whole_envelopes(body)
+    return list(map(_KIND, envelopes)), list(map(_PAYLOAD, envelopes))
 
 
 #: A chunk of event lines the check took, kept for the caller (``keep``): its lines in order
-#: (each with its ``\n``, or each without it when the chunk held a ``\r``), and how they were
+#: (each with its ``\n``, or each without it when the chunk held a ``\r``), or the chunk's
+#: bytes when it was taken in one call (:func:`whole_envelopes`: each of its lines is exactly
+#: the bytes of one envelope, then its ``\n``), and how they were
 #: decoded, one item a line: :class:`~schedlog.eventlog.wire.Envelope` items; or the
 #: single-pass decoder's, whose class is tagged by the event type
 #: (:func:`single_line_tag`) and whose ``data`` is raw unless the line is a
 #: :class:`~schedlog.eventlog.wire.ChangeLine` or :class:`~schedlog.eventlog.wire.FollowupLine`;
 #: or None, a chunk read line by line.
-Kept = tuple[list[bytes], "list[Any] | None"]
+Kept = tuple["list[bytes] | bytes", "list[Any] | None"]
 
 
 def single_line_tag(cls: type) -> str:

@@ -96,9 +96,10 @@ def fast_check(
 
     A log shorter than a chunk (``validate DIR`` of many small logs) is read whole, in one
     ``os.read`` of its size: the buffered reads of a chunk each cost more than the read itself
-    (docs/decisions.md, "Validating many logs: the walk, one read a log"), and its chunk is
-    first tried in one decoding call (``ChunkFold.whole``; docs/decisions.md, "Validating many
-    logs: one call a small log, the first run in this process")."""
+    (docs/decisions.md, "Validating many logs: the walk, one read a log"). Every chunk of every
+    log, both parts of a split one, is first tried in one decoding call (``ChunkFold.whole``;
+    docs/decisions.md, "Validating many logs: one call a small log, the first run in this
+    process" and "Every compact chunk in one call")."""
     name = os.fspath(path)
     fd = os.open(path, os.O_RDONLY | _CLOEXEC)
     try:
@@ -109,7 +110,7 @@ def fast_check(
     finally:
         os.close(fd)
     with open(path, "rb") as stream:  # a long log, or not a regular file: as it always was
-        return _check(stream, name, _CHUNK, split, _MIN_SPLIT, targets=targets)
+        return _check(stream, name, _CHUNK, split, _MIN_SPLIT, targets=targets, whole=True)
 
 
 def _small_log(fd: int) -> bytes | None:
@@ -136,7 +137,7 @@ def fast_check_fd(
     the lines are kept there, a :data:`Kept` a chunk, when the result is not None."""
     os.lseek(fd, 0, os.SEEK_SET)
     with open(fd, "rb", closefd=False) as stream:
-        return _check(stream, name, _CHUNK, split, _MIN_SPLIT, keep)
+        return _check(stream, name, _CHUNK, split, _MIN_SPLIT, keep, whole=True)
 
 
 def fast_check_bytes(
@@ -148,13 +149,11 @@ def fast_check_bytes(
     min_split: int = _MIN_SPLIT,
     keep: list[Kept] | None = None,
     targets: list[str | None] | None = None,
-    whole: bool | None = None,
+    whole: bool = True,
 ) -> tuple[LogContents, FoldState] | None:
     """:func:`fast_check` of a log in memory, read ``chunk`` bytes at a time (for tests); its
-    chunks are first tried in one call (``ChunkFold.whole``) when ``whole`` is true, or by
-    default when the log is shorter than a chunk, as :func:`fast_check` does."""
-    if whole is None:
-        whole = len(data) < chunk
+    chunks are first tried in one call (``ChunkFold.whole``) unless ``whole`` is false, as
+    :func:`fast_check` and :func:`fast_check_fd` do."""
     return _check(io.BytesIO(data), file, chunk, split, min_split, keep, targets, whole)
 
 
@@ -192,7 +191,7 @@ def _check(
     try:
         if middle is not None:
             assert split is not None
-            tail = split(partial(_tail_work, _reader_at(stream, middle), size))
+            tail = split(partial(_tail_work, _reader_at(stream, middle), size, whole))
             body = body[: middle - header_size]
             stream.seek(header_size + len(body))  # where the first read ended, or the middle
             read = partial(_read_until, stream, middle)
@@ -304,11 +303,12 @@ def _reader_at(stream: BinaryIO, offset: int) -> Callable[[int], bytes]:
     return read
 
 
-def _tail_work(read: Callable[[int], bytes], size: int) -> bytes:
+def _tail_work(read: Callable[[int], bytes], size: int, whole: bool = False) -> bytes:
     """Check and fold what ``read`` gives, the second part of a log, as a tail (all of it
     owned, the changes of records it did not create left to :meth:`ChunkFold.join`): the encoded
     result, or nothing when it is not sure."""
     fold = ChunkFold(0, tail=True, kinds=_KINDS_SEEN[0])
+    fold.whole = whole
     try:
         carry, complete = _fold_stream(fold, read, size, b"")
     except (Invalid, _TooLong):

@@ -11,7 +11,10 @@ reference is :func:`schedlog.eventlog.reader.read_log` (events kept) followed by
 * it keeps the lines it took and how it decoded each one alone (``keep``): the ``type`` of
   every line, and an envelope of exactly ``type`` and ``data`` (a line of a chunk the check
   read line by line, and a change or follow-up, whose ``data`` the check decoded typed, are
-  decoded once more into that envelope here, so that each line surely decodes so);
+  decoded once more into that envelope here, so that each line surely decodes so); a chunk
+  taken in one call is kept as its bytes and its line ends (:class:`KeptRows`): its lines
+  are exactly its envelopes, proven by its bytes
+  (:func:`~schedlog.invariant.chunk_lines.whole_envelopes`), so none is decoded again;
 * the events are built on first use (:class:`~schedlog.eventlog.line_events.LineEvents`, from
   each line kept and its type): the open builds none but those the engine looks at (the
   follow-ups, for their delivered members), and each event keeps the text of its ``data`` (a
@@ -31,9 +34,11 @@ random, mutated and broken logs.
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
+from collections.abc import Sequence
 from itertools import compress
 from operator import attrgetter
-from typing import Any
+from typing import Any, overload
 
 import msgspec
 from msgspec.structs import replace
@@ -42,10 +47,11 @@ from schedlog.eventlog import wire
 from schedlog.eventlog.line_events import LineEvents
 from schedlog.eventlog.reader import LogContents, read_log_fd
 from schedlog.fold.state import FoldState
+from schedlog.invariant.chunk_lines import whole_line_ends
 from schedlog.invariant.fastcheck import Kept, fast_check_fd, single_line_tag
 from schedlog.invariant.logs import validate_log
 
-__all__ = ["KeptLines", "read_for_open", "read_for_open_fd"]
+__all__ = ["KeptLines", "KeptRows", "read_for_open", "read_for_open_fd"]
 
 
 #: One line decoded into ``type`` and the text of ``data``, as an event is built from it
@@ -91,21 +97,84 @@ class KeptLines(list[Kept]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[bytes] = []
+        self.rows = KeptRows()
         self.kinds: list[str] = []
         self.failed = False
 
     def append(self, chunk: Kept) -> None:
         if self.failed:
             return
-        rows = _with_line_ends(chunk[0])
+        lines, decoded = chunk
+        if type(lines) is bytes:  # a chunk taken in one call: its envelopes
+            assert decoded is not None
+            self.rows.add_chunk(lines, whole_line_ends(decoded))
+            self.kinds += map(_KIND, decoded)
+            return
+        rows = _with_line_ends(lines)  # type: ignore[arg-type]
         try:
-            kinds = _chunk_kinds(rows, chunk[1])
+            kinds = _chunk_kinds(rows, decoded)
         except (msgspec.DecodeError, RecursionError):
             self.failed = True
             return
-        self.rows += rows
+        self.rows.add_rows(rows)
         self.kinds += kinds
+
+
+class KeptRows(Sequence[bytes]):
+    """The lines the open kept, each with its ``\\n``: the lines of a chunk read apart, or
+    the bytes of a chunk taken in one call (each of its lines exactly one envelope,
+    :func:`~schedlog.invariant.chunk_lines.whole_envelopes`) and where each of its lines
+    ends, a line cut out of it when it is asked for."""
+
+    __slots__ = ("_chunks", "_count", "_ends", "_firsts")
+
+    def __init__(self) -> None:
+        self._firsts: list[int] = []  # the index of each chunk's first line
+        self._chunks: list[bytes | list[bytes]] = []
+        self._ends: list[list[int]] = []  # a chunk's line ends ([] for a list of lines)
+        self._count = 0
+
+    def add_rows(self, rows: list[bytes]) -> None:
+        """Keep the lines ``rows`` (each with its ``\\n``)."""
+        if rows:
+            self._firsts.append(self._count)
+            self._chunks.append(rows)
+            self._ends.append([])
+            self._count += len(rows)
+
+    def add_chunk(self, body: bytes, ends: list[int]) -> None:
+        """Keep the chunk ``body`` of complete lines, each ending at the next of ``ends``."""
+        self._firsts.append(self._count)
+        self._chunks.append(body)
+        self._ends.append(ends)
+        self._count += len(ends)
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        if isinstance(index, slice):
+            return list(map(self._at, range(*index.indices(self._count))))
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError("line index out of range")
+        return self._at(index)
+
+    def _at(self, index: int) -> bytes:
+        number = bisect_right(self._firsts, index) - 1
+        chunk = self._chunks[number]
+        line = index - self._firsts[number]
+        if isinstance(chunk, bytes):
+            ends = self._ends[number]
+            return chunk[ends[line - 1] if line else 0 : ends[line]]
+        return chunk[line]
 
 
 def _with_events(contents: LogContents, kept: KeptLines) -> LogContents | None:

@@ -66,12 +66,14 @@ def log_types(data: bytes) -> frozenset[str]:
     return frozenset(found - {"", "session/header"} | {"message/user"})
 
 
-def fast(data: bytes, chunk: int, kinds: frozenset[str] = frozenset()) -> Any:
+def fast(
+    data: bytes, chunk: int, kinds: frozenset[str] = frozenset(), *, whole: bool = True
+) -> Any:
     """The fast path's result, its first chunk tried in one pass with ``kinds`` expected (none:
-    the first chunk in two passes)."""
+    the first chunk in two passes); each chunk first in one call unless ``whole`` is false."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(fastcheck, "_KINDS_SEEN", [kinds])
-        result = fast_check_bytes(data, file="f", chunk=chunk)
+        result = fast_check_bytes(data, file="f", chunk=chunk, whole=whole)
     if result is None:
         return None
     contents, state = result
@@ -88,11 +90,14 @@ def fast(data: bytes, chunk: int, kinds: frozenset[str] = frozenset()) -> Any:
 
 def agree(data: bytes, chunk: int) -> bool:
     """Whether the fast path took ``data``; fails when it took it differently, or took it
-    differently with the event types of earlier logs expected."""
+    differently with the event types of earlier logs expected, or without the one call."""
     got = fast(data, chunk)
-    guessed = fast(data, chunk, log_types(data))
+    guessed = fast(data, chunk, log_types(data), whole=False)
     if guessed is not None:
         assert guessed == reference(data)
+    apart = fast(data, chunk, whole=False)  # the line-apart ways alone, never in one call
+    if apart is not None:
+        assert apart == reference(data)
     if got is None:
         return False
     assert got == reference(data)
