@@ -18,6 +18,7 @@ from schedlog.eventlog import build_followup, read_log
 from schedlog.invariant import InvariantError
 from schedlog.invariant.appender import LogAppender
 from tests.eventlog.helpers import change, chatter, create_data, delete_data, header, log_bytes
+from tests.invariant.test_appender import partial_then_full_disk
 
 T = "2026-05-01T09:00:00.000Z"
 HOSTILE = st.sampled_from(["<b>x</b>&amp;", "a\u2028b", "lone \ud800 surrogate", "x" * 3000, "ü"])
@@ -84,16 +85,7 @@ def test_a_failed_write_leaves_none_of_them(
 ) -> None:
     path = tmp_path / "s.jsonl"
     with LogAppender.open(path, session_id="s-1") as log:
-        real_write = os.write
-        calls = {"n": 0}
-
-        def half_then_fail(fd: int, data: bytes) -> int:
-            calls["n"] += 1
-            if calls["n"] == 1:
-                return real_write(fd, bytes(data)[:30])
-            raise OSError(28, "No space left on device")
-
-        monkeypatch.setattr(os, "write", half_then_fail)
+        monkeypatch.setattr(os, "write", partial_then_full_disk(30))
         with pytest.raises(OSError, match="No space"):
             log.append_many([chatter("a"), chatter("b")])
         monkeypatch.undo()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -302,19 +303,25 @@ def test_fsync_failure_is_sticky(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             log.append(chatter())
 
 
+def partial_then_full_disk(keep: int) -> Callable[[int, bytes], int]:
+    """An ``os.write`` whose first call writes only ``keep`` bytes and whose later calls fail
+    as on a full disk (ENOSPC)."""
+    real_write = os.write
+    calls = {"n": 0}
+
+    def write(fd: int, data: bytes) -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return real_write(fd, bytes(data)[:keep])
+        raise OSError(28, "No space left on device")
+
+    return write
+
+
 def test_failed_write_is_rolled_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "s.jsonl"
     with LogAppender.open(path, session_id="s-1") as log:
-        real_write = os.write
-        calls = {"n": 0}
-
-        def half_then_fail(fd: int, data: bytes) -> int:
-            calls["n"] += 1
-            if calls["n"] == 1:
-                return real_write(fd, bytes(data)[:7])
-            raise OSError(28, "No space left on device")
-
-        monkeypatch.setattr(os, "write", half_then_fail)
+        monkeypatch.setattr(os, "write", partial_then_full_disk(7))
         with pytest.raises(OSError, match="No space"):
             log.append(change(create_data("a")))
         monkeypatch.undo()

@@ -49,22 +49,28 @@ def _outgoing(message_id: str = "schedule-message-1") -> Outgoing:
     return Outgoing(delivered, {"data": {"createdAt": "2026-05-01T06:00:00.000Z"}}, ("p",))
 
 
+def _silent_sink(clock: VirtualClock) -> tuple[WebhookSink, asyncio.Event]:
+    """A sink with a 3 s deadline whose receiver answers only once the event is set."""
+    never = asyncio.Event()
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        await never.wait()
+        return httpx.Response(200)
+
+    sink = WebhookSink(
+        "http://receiver.test/hook",
+        SECRET,
+        clock,
+        timeout_s=3,
+        transport=httpx.MockTransport(handler),
+    )
+    return sink, never
+
+
 def test_the_deadline_ends_an_exchange_the_receiver_never_answers() -> None:
     async def scenario() -> None:
         clock = VirtualClock(T0)
-        never = asyncio.Event()
-
-        async def handler(request: httpx.Request) -> httpx.Response:
-            await never.wait()
-            return httpx.Response(200)
-
-        sink = WebhookSink(
-            "http://receiver.test/hook",
-            SECRET,
-            clock,
-            timeout_s=3,
-            transport=httpx.MockTransport(handler),
-        )
+        sink, _ = _silent_sink(clock)
         try:
             posting = asyncio.ensure_future(sink.post(_outgoing()))
             await clock.run_until(T0 + 2_999)
@@ -257,19 +263,7 @@ def test_a_post_cancelled_by_its_caller_is_not_a_timeout() -> None:
 
     async def scenario() -> None:
         clock = VirtualClock(T0)
-        never = asyncio.Event()
-
-        async def handler(request: httpx.Request) -> httpx.Response:
-            await never.wait()
-            return httpx.Response(200)
-
-        sink = WebhookSink(
-            "http://receiver.test/hook",
-            SECRET,
-            clock,
-            timeout_s=3,
-            transport=httpx.MockTransport(handler),
-        )
+        sink, never = _silent_sink(clock)
         try:
             posting = asyncio.ensure_future(sink.post(_outgoing()))
             await clock.run_until(T0 + 1_000)
