@@ -57,6 +57,18 @@ bytes no compact text holds. A spaced log (``{"type": ...``) never matches (it i
 decoded: a chunk must start with :data:`COMPACT_START`), and goes the line-by-line ways.
 Line ``i`` being exactly envelope ``i``'s compact text and its ``\\n``, the chunk's lines are
 cut out of it where :func:`whole_line_ends` says, with no second split (the session open).
+
+The chunk is decoded with its ``\\n`` bytes in place (no copy of it without them), and taken
+only when it holds exactly one ``\\n`` an envelope (docs/decisions.md, "The session open: the
+chunk decoded with its line ends"). That decode gives exactly the envelopes, with the same
+``data`` bytes, that decoding ``joined`` gives: a ``\\n`` the decoder takes is whitespace
+between two tokens (inside a string it refuses it as a control character), deleting
+whitespace never merges two tokens of a value it took (two adjacent tokens of valid JSON are
+never both scalars, and the values of a sequence here are objects), and no ``data`` holds a
+``\\n``: the compact texts put together hold one ``\\n`` an envelope after each, and the chunk
+they must equal holds no other. So the proof above applies unchanged. Without that count a
+value over two lines broken at whitespace (``{"type":"a","data":[1`` / ``,2]}``) would be
+one envelope whose compact text, ``\\n`` inside, is the chunk.
 """
 
 from __future__ import annotations
@@ -171,11 +183,11 @@ def whole_envelopes(body: bytes) -> list[wire.Envelope]:
     if not body.startswith(COMPACT_START):
         raise NotTaken
     try:
-        envelopes: list[wire.Envelope] = _decode_envelopes(body.replace(b"\n", b""))
+        envelopes: list[wire.Envelope] = _decode_envelopes(body)
     except (msgspec.DecodeError, RecursionError):
         raise NotTaken from None
-    if not envelopes:
-        raise NotTaken
+    if not envelopes or body.count(b"\n") != len(envelopes):
+        raise NotTaken  # a payload holding a line end (module docstring)
     pieces: list[Any] = [b"}\n"] * (2 * len(envelopes) + 1)
     pieces[0:-1:2] = map(_STARTS.__getitem__, map(_KIND, envelopes))
     pieces[1::2] = map(_PAYLOAD, envelopes)

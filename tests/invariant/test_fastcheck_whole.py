@@ -205,3 +205,22 @@ def test_whole_lines_of_raw_payloads() -> None:
     for bad in (b"", b"\n", body[:-1], body + b"\n", b" " + body):
         with pytest.raises(NotTaken):
             whole_lines(bad)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"type":"a","data":[1\n,2]}\n',
+        b'{"type":"a","data":{"x"\n:1}}\n',
+        b'{"type":"a","data":[1,\n2]}\n{"type":"b","data":3}\n',
+        b'{"type":"a","data":1}\n{"type":"b","data":[\n]}\n',
+    ],
+)
+def test_a_payload_broken_at_whitespace_is_not_taken(body: bytes) -> None:
+    # Decoded with its line ends in place, such a chunk is one envelope a value whose
+    # compact text (the line end inside its payload) is the chunk itself: only the count of
+    # line ends refuses it (chunk_lines module docstring).
+    with pytest.raises(NotTaken):
+        whole_lines(body)
+    assert reference(HEAD + body)[0] == "error"
+    assert not agree_whole(HEAD + body)
