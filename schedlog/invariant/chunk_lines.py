@@ -75,7 +75,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache, reduce
-from itertools import accumulate
+from itertools import accumulate, islice
 from operator import add, attrgetter, or_
 from typing import Any, Final
 
@@ -174,12 +174,13 @@ _STARTS: Final = _Starts()
 COMPACT_START: Final = b'{"type":"'
 
 
-def whole_envelopes(body: bytes) -> list[wire.Envelope]:
+def whole_envelopes(body: bytes, ends: list[int] | None = None) -> list[wire.Envelope]:
     """The envelope (``type`` and raw ``data``) of each line of the chunk ``body`` (complete
     lines, each ending with ``\n``), decoded in one call and proven to be the lines the
     reference sees (module docstring, "The whole chunk in one call"): line ``i`` is exactly
     the bytes of envelope ``i`` and its ``\n``. :class:`NotTaken` unless every line is
-    compact."""
+    compact. With ``ends``, it is filled with where each line ends, as
+    :func:`whole_line_ends` (the readable form) gives them, from the rebuilt pieces."""
     if not body.startswith(COMPACT_START):
         raise NotTaken
     try:
@@ -194,6 +195,8 @@ def whole_envelopes(body: bytes) -> list[wire.Envelope]:
     pieces[0] = pieces[0][2:]  # no line before the first
     if b"".join(pieces) != body:
         raise NotTaken
+    if ends is not None:  # line i ends after piece 2i + 1 (its payload) and its "}\n"
+        ends[:] = islice(accumulate(map(len, pieces), initial=2), 2, None, 2)
     return envelopes
 
 
@@ -220,8 +223,9 @@ def whole_lines(body: bytes) -> tuple[list[str], list[msgspec.Raw]]:
 #: single-pass decoder's, whose class is tagged by the event type
 #: (:func:`single_line_tag`) and whose ``data`` is raw unless the line is a
 #: :class:`~schedlog.eventlog.wire.ChangeLine` or :class:`~schedlog.eventlog.wire.FollowupLine`;
-#: or None, a chunk read line by line.
-Kept = tuple["list[bytes] | bytes", "list[Any] | None"]
+#: or None, a chunk read line by line; and, for a chunk taken in one call, where each of its
+#: lines ends (:func:`whole_line_ends`), else None.
+Kept = tuple["list[bytes] | bytes", "list[Any] | None", "list[int] | None"]
 
 
 def single_line_tag(cls: type) -> str:
