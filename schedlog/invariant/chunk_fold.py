@@ -139,6 +139,7 @@ class ChunkFold:
         #: :data:`Kept`.
         self.kept: list[Kept] | None = None
         self._decoded: list[Any] = []  # the lines of the chunk just taken, decoded
+        self._ends: list[int] | None = None  # with ``kept``: where the lines taken whole end
         #: Whether a chunk is first tried in one call (:meth:`_whole`; set by the callers of
         #: ``fastcheck`` for every log, cleared after a chunk not so taken or mostly changes).
         self.whole = False
@@ -157,7 +158,7 @@ class ChunkFold:
                     self.whole = False  # not compact: the log's next chunks go the other ways
                 else:
                     if kept is not None:
-                        kept.append((body, self._decoded))
+                        kept.append((body, self._decoded, self._ends))
                     return
             rows = _rows(body, kept)
             for way in (self._single, self._fast):
@@ -166,14 +167,14 @@ class ChunkFold:
                 except NotTaken:
                     continue
                 if kept is not None:
-                    kept.append((rows, self._decoded))
+                    kept.append((rows, self._decoded, None))
                 return
         if self.foreign is not None:
             raise Invalid  # a tail knows too little to fold line by line: the head does it
         self._settle()
         self._lines(body)
         if kept is not None:
-            kept.append((body.split(b"\n")[:-1], None))
+            kept.append((body.split(b"\n")[:-1], None, None))
 
     def _single(self, body: bytes, rows: list[bytes]) -> int:
         """:meth:`_fast` in one decoding pass, with the types seen in earlier chunks."""
@@ -210,7 +211,8 @@ class ChunkFold:
         """:meth:`_fast` with the chunk's lines decoded in one call and proven exact compact
         envelopes by their bytes (:func:`~schedlog.invariant.chunk_lines.whole_lines`), so no
         ``:`` of the chunk needs counting: only the typed payloads' are, by their own bytes."""
-        envelopes = self._decoded = whole_envelopes(body)
+        self._ends = None if self.kept is None else []
+        envelopes = self._decoded = whole_envelopes(body, self._ends)
         kinds, payloads = list(map(_KIND, envelopes)), list(map(_PAYLOAD, envelopes))
         if "" in kinds:
             raise NotTaken

@@ -57,13 +57,25 @@ bytes no compact text holds. A spaced log (``{"type": ...``) never matches (it i
 decoded: a chunk must start with :data:`COMPACT_START`), and goes the line-by-line ways.
 Line ``i`` being exactly envelope ``i``'s compact text and its ``\\n``, the chunk's lines are
 cut out of it where :func:`whole_line_ends` says, with no second split (the session open).
+
+The chunk is decoded with its ``\\n`` bytes in place (no copy of it without them), and taken
+only when it holds exactly one ``\\n`` an envelope (docs/decisions.md, "The session open: the
+chunk decoded with its line ends"). That decode gives exactly the envelopes, with the same
+``data`` bytes, that decoding ``joined`` gives: a ``\\n`` the decoder takes is whitespace
+between two tokens (inside a string it refuses it as a control character), deleting
+whitespace never merges two tokens of a value it took (two adjacent tokens of valid JSON are
+never both scalars, and the values of a sequence here are objects), and no ``data`` holds a
+``\\n``: the compact texts put together hold one ``\\n`` an envelope after each, and the chunk
+they must equal holds no other. So the proof above applies unchanged. Without that count a
+value over two lines broken at whitespace (``{"type":"a","data":[1`` / ``,2]}``) would be
+one envelope whose compact text, ``\\n`` inside, is the chunk.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache, reduce
-from itertools import accumulate
+from itertools import accumulate, islice
 from operator import add, attrgetter, or_
 from typing import Any, Final
 
@@ -162,26 +174,29 @@ _STARTS: Final = _Starts()
 COMPACT_START: Final = b'{"type":"'
 
 
-def whole_envelopes(body: bytes) -> list[wire.Envelope]:
+def whole_envelopes(body: bytes, ends: list[int] | None = None) -> list[wire.Envelope]:
     """The envelope (``type`` and raw ``data``) of each line of the chunk ``body`` (complete
     lines, each ending with ``\n``), decoded in one call and proven to be the lines the
     reference sees (module docstring, "The whole chunk in one call"): line ``i`` is exactly
     the bytes of envelope ``i`` and its ``\n``. :class:`NotTaken` unless every line is
-    compact."""
+    compact. With ``ends``, it is filled with where each line ends, as
+    :func:`whole_line_ends` (the readable form) gives them, from the rebuilt pieces."""
     if not body.startswith(COMPACT_START):
         raise NotTaken
     try:
-        envelopes: list[wire.Envelope] = _decode_envelopes(body.replace(b"\n", b""))
+        envelopes: list[wire.Envelope] = _decode_envelopes(body)
     except (msgspec.DecodeError, RecursionError):
         raise NotTaken from None
-    if not envelopes:
-        raise NotTaken
+    if not envelopes or body.count(b"\n") != len(envelopes):
+        raise NotTaken  # a payload holding a line end (module docstring)
     pieces: list[Any] = [b"}\n"] * (2 * len(envelopes) + 1)
     pieces[0:-1:2] = map(_STARTS.__getitem__, map(_KIND, envelopes))
     pieces[1::2] = map(_PAYLOAD, envelopes)
     pieces[0] = pieces[0][2:]  # no line before the first
     if b"".join(pieces) != body:
         raise NotTaken
+    if ends is not None:  # line i ends after piece 2i + 1 (its payload) and its "}\n"
+        ends[:] = islice(accumulate(map(len, pieces), initial=2), 2, None, 2)
     return envelopes
 
 
@@ -208,8 +223,9 @@ def whole_lines(body: bytes) -> tuple[list[str], list[msgspec.Raw]]:
 #: single-pass decoder's, whose class is tagged by the event type
 #: (:func:`single_line_tag`) and whose ``data`` is raw unless the line is a
 #: :class:`~schedlog.eventlog.wire.ChangeLine` or :class:`~schedlog.eventlog.wire.FollowupLine`;
-#: or None, a chunk read line by line.
-Kept = tuple["list[bytes] | bytes", "list[Any] | None"]
+#: or None, a chunk read line by line; and, for a chunk taken in one call, where each of its
+#: lines ends (:func:`whole_line_ends`), else None.
+Kept = tuple["list[bytes] | bytes", "list[Any] | None", "list[int] | None"]
 
 
 def single_line_tag(cls: type) -> str:

@@ -47,7 +47,6 @@ from schedlog.eventlog import wire
 from schedlog.eventlog.line_events import LineEvents
 from schedlog.eventlog.reader import LogContents, read_log_fd
 from schedlog.fold.state import FoldState
-from schedlog.invariant.chunk_lines import whole_line_ends
 from schedlog.invariant.fastcheck import Kept, fast_check_fd, single_line_tag
 from schedlog.invariant.logs import validate_log
 
@@ -104,10 +103,10 @@ class KeptLines(list[Kept]):
     def append(self, chunk: Kept) -> None:
         if self.failed:
             return
-        lines, decoded = chunk
-        if type(lines) is bytes:  # a chunk taken in one call: its envelopes
-            assert decoded is not None
-            self.rows.add_chunk(lines, whole_line_ends(decoded))
+        lines, decoded, ends = chunk
+        if type(lines) is bytes:  # a chunk taken in one call: its envelopes and line ends
+            assert decoded is not None and ends is not None
+            self.rows.add_chunk(lines, ends)
             self.kinds += map(_KIND, decoded)
             return
         rows = _with_line_ends(lines)  # type: ignore[arg-type]

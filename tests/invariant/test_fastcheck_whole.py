@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 
 from schedlog.invariant import fastcheck
 from schedlog.invariant.chunk_fold import ChunkFold
-from schedlog.invariant.chunk_lines import NotTaken, decode_envelope, whole_lines
+from schedlog.invariant.chunk_lines import (
+    NotTaken,
+    decode_envelope,
+    whole_envelopes,
+    whole_line_ends,
+    whole_lines,
+)
 from schedlog.invariant.fastcheck import fast_check_bytes
 from schedlog.rules.text import js_dumps
 from tests.eventlog.helpers import header
@@ -115,6 +121,7 @@ def test_compact_logs_are_taken_in_one_call(events: list[Any]) -> None:
         assert taken == [len(events)]
         kinds, payloads = whole_lines(body)
         assert kinds == [e["type"] for e in events]
+        _ends_agree(body)
         assert [bytes(p) for p in payloads] == [js_dumps(e["data"]).encode() for e in events]
 
 
@@ -205,3 +212,42 @@ def test_whole_lines_of_raw_payloads() -> None:
     for bad in (b"", b"\n", body[:-1], body + b"\n", b" " + body):
         with pytest.raises(NotTaken):
             whole_lines(bad)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"type":"a","data":[1\n,2]}\n',
+        b'{"type":"a","data":{"x"\n:1}}\n',
+        b'{"type":"a","data":[1,\n2]}\n{"type":"b","data":3}\n',
+        b'{"type":"a","data":1}\n{"type":"b","data":[\n]}\n',
+    ],
+)
+def test_a_payload_broken_at_whitespace_is_not_taken(body: bytes) -> None:
+    # Decoded with its line ends in place, such a chunk is one envelope a value whose
+    # compact text (the line end inside its payload) is the chunk itself: only the count of
+    # line ends refuses it (chunk_lines module docstring).
+    with pytest.raises(NotTaken):
+        whole_lines(body)
+    assert reference(HEAD + body)[0] == "error"
+    assert not agree_whole(HEAD + body)
+
+
+def _ends_agree(body: bytes) -> None:
+    """The line ends :func:`whole_envelopes` fills in are the readable ``whole_line_ends``'s,
+    and are where the reference's lines end."""
+    ends: list[int] = [-1]
+    envelopes = whole_envelopes(body, ends)
+    assert ends == whole_line_ends(envelopes)
+    lines = body.split(b"\n")[:-1]
+    assert ends == [sum(len(line) + 1 for line in lines[: i + 1]) for i in range(len(lines))]
+
+
+@pytest.mark.parametrize("name", list(HOSTILE), ids=list(HOSTILE))
+def test_the_line_ends_of_a_chunk_taken_whole(name: str) -> None:
+    body = HOSTILE[name] + _line("📅".encode(), b'"<b>\\ud800</b>"') + HOSTILE[name]
+    try:
+        whole_envelopes(body)
+    except NotTaken:
+        return
+    _ends_agree(body)
