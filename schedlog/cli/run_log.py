@@ -20,7 +20,6 @@ only the standard library at the top; structlog and the rules layer load when us
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
@@ -33,8 +32,10 @@ __all__ = [
     "MESSAGE_PREFIX",
     "CurrentStderr",
     "HumanRenderer",
+    "JsonLines",
     "add_run_log_args",
     "configure_run_logging",
+    "json_lines",
     "local_clock",
     "local_clock_reference",
     "local_text",
@@ -241,6 +242,8 @@ def _json_encode(renderer: Any) -> Callable[[Any], str] | None:
     """One reused ``json.JSONEncoder`` with structlog's ``JSONRenderer``'s own arguments:
     ``json.dumps(obj, **kw)`` is ``JSONEncoder(**kw).encode(obj)``, without building an encoder
     per line. None when the renderer is not the plain ``json.dumps`` one."""
+    import json  # with structlog's renderer only: the offline commands never load json
+
     kw = getattr(renderer, "_dumps_kw", None)
     if getattr(renderer, "_dumps", None) is not json.dumps or not isinstance(kw, dict):
         return None
@@ -344,3 +347,35 @@ def _json_lines(
         event_dict["timestamp"] = utc_stamp(_now_ns())
         lines.append(encode(event_dict))
     return lines
+
+
+class JsonLines(NamedTuple):
+    """The JSON form's writer of whole lines (:func:`json_lines`)."""
+
+    #: Writes the rendered lines in one print, or nothing when info is below the level.
+    write: Callable[[list[str]], None]
+    #: The ``timestamp`` the form's stamper would give an event now (:func:`utc_stamp`).
+    stamp: Callable[[], str]
+
+
+def json_lines() -> JsonLines | None:
+    """When the JSON form :func:`configure_run_logging` set up is in force: how to write lines a
+    caller renders itself, each exactly what the processors render of its event's fields
+    (an ``info`` event: its fields, ``event``, ``level``, ``timestamp``, by ``json.dumps``);
+    otherwise None, and the caller writes through :func:`write_info_lines` or the logger."""
+    import structlog
+
+    run = _configured
+    if run is None or run.json_encode is None:
+        return None
+    config = structlog.get_config()
+    if config["logger_factory"] is not run.factory or tuple(config["processors"]) != (
+        run.processors
+    ):
+        return None
+
+    def write(lines: list[str]) -> None:
+        if lines and run.writes_info:
+            run.factory().msg("\n".join(lines))
+
+    return JsonLines(write, lambda: utc_stamp(_now_ns()))

@@ -26,6 +26,10 @@ from schedlog.cli.run_log import (
     utc_stamp_reference,
     write_info_lines,
 )
+from schedlog.cli.serve_log import DeliveryLines
+from schedlog.diagnostics import sent_fields
+from schedlog.eventlog.followups import Member
+from schedlog.host.delivery import Delivered
 
 YEAR_9999 = 253_402_300_799 * 1_000_000_000
 instants = st.one_of(
@@ -143,3 +147,61 @@ def test_the_fast_path_is_taken_for_the_json_form_only() -> None:
     assert run_log._configured is not None and run_log._configured.json_encode is not None
     configure_run_logging("human", "info", io.StringIO())
     assert run_log._configured is not None and run_log._configured.json_encode is None
+
+
+members = st.lists(
+    st.builds(Member, hostile_text, st.integers(-62_135_596_800_000, 253_402_300_799_999)),
+    max_size=4,
+)
+deliveries = st.builds(
+    Delivered,
+    hostile_text,
+    hostile_text,
+    st.just("x"),
+    members.map(tuple),
+    st.none() | st.integers(-62_135_596_800_000, 253_402_300_799_999),
+)
+
+
+class _Clock:
+    def __init__(self, now: int) -> None:
+        self.now = now
+
+    def now_ms(self) -> int:
+        return self.now
+
+
+class _Service:
+    def __init__(self, now: int) -> None:
+        self.clock = _Clock(now)
+
+
+@given(st.lists(deliveries, max_size=5), st.none() | st.integers(0, 253_402_300_799_999), instants)
+def test_delivery_lines_rendered_directly_are_the_processors_lines(
+    messages: list[Delivered], now: int | None, ns: int
+) -> None:
+    out = io.StringIO()
+    configure_run_logging("json", "info", out)
+    lines = DeliveryLines()
+    lines._service = None if now is None else _Service(now)  # type: ignore[assignment]
+    saved = run_log._now_ns
+    run_log._now_ns = lambda: ns
+    try:
+        lines.sent_many(messages)
+    finally:
+        run_log._now_ns = saved
+    fields = [
+        sent_fields(m.session_id, m.message_id, m.members, m.lateness_ms(), delivered_at=now)
+        for m in messages
+    ]
+    expected = _processors_lines("delivery.sent", fields, ns)
+    assert out.getvalue() == ("\n".join(expected) + "\n" if messages else "")
+    assert lines.delivered == len(messages)
+
+
+def test_delivery_lines_below_the_level_write_nothing() -> None:
+    out = io.StringIO()
+    configure_run_logging("json", "warning", out)
+    lines = DeliveryLines()
+    lines.sent_many([Delivered("s", "m", "x", (Member("a", 0),), 5)])
+    assert out.getvalue() == "" and lines.delivered == 1
