@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final, Literal, NamedTuple, TextIO, cast
 
 __all__ = [
@@ -31,8 +32,12 @@ __all__ = [
     "MESSAGE_PREFIX",
     "CurrentStderr",
     "HumanRenderer",
+    "JsonLines",
     "add_run_log_args",
     "configure_run_logging",
+    "json_lines",
+    "local_clock",
+    "local_clock_reference",
     "local_text",
     "resolve_format",
     "serve_started_message",
@@ -40,6 +45,8 @@ __all__ = [
     "start_fields",
     "started_message",
     "stopped_message",
+    "utc_stamp",
+    "utc_stamp_reference",
     "write_info_lines",
 ]
 
@@ -155,13 +162,34 @@ class HumanRenderer:
         event = str(fields.pop("event", ""))
         level = str(fields.pop("level", "info"))
         fields.pop("timestamp", None)
-        clock = datetime.now().astimezone().strftime("%H:%M:%S")
+        clock = local_clock(time.time_ns())
         message = fields.get("message", fields.get("text"))
         text = str(message) if message is not None else _plain(event, fields)
         text = text.removeprefix(MESSAGE_PREFIX)
         if level in ("warning", "error", "critical"):
             text = f"{'error' if level == 'critical' else level}: {text}"
         return f"{clock} {text}"
+
+
+def local_clock(instant_ns: int) -> str:
+    """The local time of day (``HH:MM:SS``) of the system clock's reading ``instant_ns``, as
+    ``datetime.now().astimezone().strftime("%H:%M:%S")`` gives it at that reading
+    (:func:`local_clock_reference`); formatted once per second."""
+    global _clock
+    key = (instant_ns // 1_000_000_000, time.tzname)  # a changed zone (time.tzset) is a new key
+    cached = _clock
+    if cached[0] != key:
+        cached = _clock = (key, time.strftime("%H:%M:%S", time.localtime(key[0])))
+    return cached[1]
+
+
+_clock: tuple[tuple[int, tuple[str, str]] | None, str] = (None, "")
+
+
+def local_clock_reference(instant_ns: int) -> str:
+    """:func:`local_clock`, through a ``datetime``."""
+    moment = datetime.fromtimestamp(instant_ns // 1_000_000_000).astimezone()
+    return moment.strftime("%H:%M:%S")
 
 
 def _plain(event: str, fields: Mapping[str, Any]) -> str:
@@ -184,12 +212,55 @@ class CurrentStderr:
         return sys.stderr.isatty()
 
 
+def utc_stamp(instant_ns: int) -> str:
+    """What structlog's ``TimeStamper(fmt="iso", utc=True)`` writes for the system clock's
+    reading ``instant_ns`` (``time.time_ns()``): ``datetime.now(timezone.utc)`` keeps the
+    microseconds below it, ``isoformat`` leaves them out when they are 0, ``+00:00`` becomes
+    ``Z``. The date and time of day are formatted once per second (:func:`utc_stamp_reference`
+    is the readable form, and the tests hold the two equal)."""
+    global _second
+    seconds, rest = divmod(instant_ns, 1_000_000_000)
+    micros = rest // 1000
+    cached = _second
+    if cached[0] != seconds:
+        day = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+        cached = _second = (seconds, day.isoformat())
+    return f"{cached[1]}.{micros:06d}Z" if micros else f"{cached[1]}Z"
+
+
+_second: tuple[int | None, str] = (None, "")
+
+
+def utc_stamp_reference(instant_ns: int) -> str:
+    """:func:`utc_stamp`, as structlog computes it from a ``datetime``."""
+    seconds, rest = divmod(instant_ns, 1_000_000_000)
+    moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def _json_encode(renderer: Any) -> Callable[[Any], str] | None:
+    """One reused ``json.JSONEncoder`` with structlog's ``JSONRenderer``'s own arguments:
+    ``json.dumps(obj, **kw)`` is ``JSONEncoder(**kw).encode(obj)``, without building an encoder
+    per line. None when the renderer is not the plain ``json.dumps`` one."""
+    import json  # with structlog's renderer only: the offline commands never load json
+
+    kw = getattr(renderer, "_dumps_kw", None)
+    if getattr(renderer, "_dumps", None) is not json.dumps or not isinstance(kw, dict):
+        return None
+    try:
+        return json.JSONEncoder(**kw).encode
+    except TypeError:  # arguments only dumps takes (cls=...): keep the renderer's own way
+        return None
+
+
 class _RunLines(NamedTuple):
     """What :func:`configure_run_logging` set up, for :func:`write_info_lines`."""
 
     processors: tuple[Callable[..., Any], ...]
     factory: Callable[[], Any]
     writes_info: bool
+    #: The JSON form's one encoder (:func:`_json_encode`), None for the human form.
+    json_encode: Callable[[Any], str] | None = None
 
 
 _configured: _RunLines | None = None
@@ -219,7 +290,8 @@ def configure_run_logging(
         cache_logger_on_first_use=False,
     )
     writes_info = LOG_LEVELS.index(level) <= LOG_LEVELS.index("info")
-    _configured = _RunLines(tuple(processors), factory, writes_info)
+    encode = _json_encode(renderer) if form == "json" else None
+    _configured = _RunLines(tuple(processors), factory, writes_info, encode)
     return form
 
 
@@ -243,14 +315,67 @@ def write_info_lines(event: str, events: Iterable[Mapping[str, Any]]) -> bool:
         return False
     if not run.writes_info:
         return True  # below the level: the logger would drop every one of them
-    lines = []
-    for fields in events:
-        event_dict: Any = {**fields, "event": event}
-        for processor in run.processors:
-            event_dict = processor(None, "info", event_dict)
-        lines.append(str(event_dict))
+    lines = _json_lines(event, events, run.json_encode) if run.json_encode else None
+    if lines is None:
+        lines = []
+        for fields in events:
+            event_dict: Any = {**fields, "event": event}
+            for processor in run.processors:
+                event_dict = processor(None, "info", event_dict)
+            lines.append(str(event_dict))
     if lines:
         # One print of them all through the factory's logger: under the lock structlog keeps
         # for the stream, so a line another thread logs meanwhile is never cut into them.
         run.factory().msg("\n".join(lines))
     return True
+
+
+_now_ns = time.time_ns  # the clock TimeStamper reads (datetime.now); tests fix it
+
+
+def _json_lines(
+    event: str, events: Iterable[Mapping[str, Any]], encode: Callable[[Any], str]
+) -> list[str]:
+    """The JSON form's lines of ``events``: what its processors (``add_log_level``, the UTC
+    ``TimeStamper``, ``JSONRenderer``) make of each, the same keys in the same order, with
+    :func:`utc_stamp` and one reused encoder (``tests/cli/test_delivery_lines.py`` holds them
+    equal to the processors' lines)."""
+    lines = []
+    for fields in events:
+        event_dict = {**fields, "event": event}
+        event_dict["level"] = "info"
+        event_dict["timestamp"] = utc_stamp(_now_ns())
+        lines.append(encode(event_dict))
+    return lines
+
+
+class JsonLines(NamedTuple):
+    """The JSON form's writer of whole lines (:func:`json_lines`)."""
+
+    #: Writes the rendered lines in one print, or nothing when info is below the level.
+    write: Callable[[list[str]], None]
+    #: The ``timestamp`` the form's stamper would give an event now (:func:`utc_stamp`).
+    stamp: Callable[[], str]
+
+
+def json_lines() -> JsonLines | None:
+    """When the JSON form :func:`configure_run_logging` set up is in force: how to write lines a
+    caller renders itself, each exactly what the processors render of its event's fields
+    (an ``info`` event: its fields, ``event``, ``level``, ``timestamp``, by ``json.dumps``);
+    otherwise None, and the caller writes through :func:`write_info_lines` or the logger."""
+    import structlog
+
+    run = _configured
+    if run is None or run.json_encode is None:
+        return None
+    config = structlog.get_config()
+    if config["logger_factory"] is not run.factory or tuple(config["processors"]) != (
+        run.processors
+    ):
+        return None
+
+    def write(lines: list[str]) -> None:
+        if lines and run.writes_info:
+            run.factory().msg("\n".join(lines))
+
+    return JsonLines(write, lambda: utc_stamp(_now_ns()))
