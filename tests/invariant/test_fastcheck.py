@@ -39,13 +39,8 @@ PROMPTS = ["Call home", "a:b", "会议 at 9:30", "📅 review", 'say "hi"', "bac
 IDS = ["schedule-{n}", "s:{n}", "ü-{n}", "id {n}"]
 
 
-def reference(data: bytes) -> Any:
-    """The reference's result: (header, counts, sizes, torn tail, state) or the error."""
-    contents = parse_lines(io.BytesIO(data), file="f", keep_events=False, fast=False)
-    try:
-        state = validate_log(contents)
-    except CorruptLogError as exc:
-        return ("error", exc.rule, exc.message, exc.path, exc.line, exc.offset)
+def outcome(contents: Any, state: Any) -> Any:
+    """What a check's result is compared by: header, counts, sizes, torn tail and state."""
     return (
         contents.header,
         contents.event_count,
@@ -54,6 +49,16 @@ def reference(data: bytes) -> Any:
         contents.torn_tail,
         state,
     )
+
+
+def reference(data: bytes) -> Any:
+    """The reference's result: (header, counts, sizes, torn tail, state) or the error."""
+    contents = parse_lines(io.BytesIO(data), file="f", keep_events=False, fast=False)
+    try:
+        state = validate_log(contents)
+    except CorruptLogError as exc:
+        return ("error", exc.rule, exc.message, exc.path, exc.line, exc.offset)
+    return outcome(contents, state)
 
 
 _TYPE_TEXT = re.compile(rb'"type"\s*:\s*"([^"\\]*)"')
@@ -78,14 +83,7 @@ def fast(
         return None
     contents, state = result
     assert contents.corruption is None and contents.file == "f" and not contents.events_kept
-    return (
-        contents.header,
-        contents.event_count,
-        contents.complete_size,
-        contents.header_size,
-        contents.torn_tail,
-        state,
-    )
+    return outcome(contents, state)
 
 
 def agree(data: bytes, chunk: int) -> bool:

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schedlog.invariant import fastcheck
 from schedlog.invariant.chunk_fold import ChunkFold
 from schedlog.invariant.chunk_lines import (
     NotTaken,
@@ -26,12 +25,12 @@ from schedlog.invariant.chunk_lines import (
     whole_line_ends,
     whole_lines,
 )
-from schedlog.invariant.fastcheck import fast_check_bytes
 from schedlog.rules.text import js_dumps
 from tests.eventlog.helpers import header
 from tests.invariant.test_fastcheck import (
     CHUNKS,
     HEAD,
+    fast,
     mutated_logs,
     reference,
     spell,
@@ -43,20 +42,7 @@ from tests.invariant.test_fastcheck_lines import BROKEN, CREATE, DELETE, TAKEN, 
 
 def whole(data: bytes, chunk: int = 1 << 18) -> Any:
     """The fast path's result with every chunk tried in one call first."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fastcheck, "_KINDS_SEEN", [frozenset()])
-        result = fast_check_bytes(data, file="f", chunk=chunk, whole=True)
-    if result is None:
-        return None
-    contents, state = result
-    return (
-        contents.header,
-        contents.event_count,
-        contents.complete_size,
-        contents.header_size,
-        contents.torn_tail,
-        state,
-    )
+    return fast(data, chunk, whole=True)
 
 
 def agree_whole(data: bytes, chunk: int = 1 << 18) -> bool:
