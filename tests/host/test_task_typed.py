@@ -538,6 +538,21 @@ def test_timer_index_of_many_keys_spans_several_lists() -> None:
     assert len(fast._lists) > 1  # type: ignore[attr-defined]
 
 
+def test_another_sortedcontainers_release_gets_the_plain_sorted_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The private layout is written only for the release it was proven against."""
+    from schedlog.host import due
+
+    def never(keys: Any) -> None:
+        raise AssertionError("the layout was used for another sortedcontainers release")
+
+    keys = [(T0 + (i * 7919) % 3001, i, f"schedule-{i}") for i in range(5000)]
+    monkeypatch.setattr(due.sortedcontainers, "__version__", "3.0.0")
+    monkeypatch.setattr(due, "index_order", never)
+    _same_index(timer_index(keys), keys)
+
+
 def _delivered_doc() -> dict[str, Any]:
     history = [
         {"scheduledAt": format_instant(T0 + i), "deliveredAt": format_instant(T0 + i + 5)}
