@@ -79,3 +79,37 @@ def test_a_bad_row_still_refuses_the_open(tmp_path: Path) -> None:
         exc.value.message
         == 'task \'schedule-7\': schedule task status must be "active" or "inactive"'
     )
+
+
+@pytest.mark.parametrize(
+    ("seq_text", "taken"),
+    [
+        ("1,2,3,4", True),
+        ("1,3,2,4", False),
+        ("1,1,3,4", False),
+        ("1,2,2,4", False),
+        ("2,1,3,4", False),
+        ("1,2,4", False),
+    ],
+)
+def test_a_chunk_is_taken_only_with_each_seq_once_in_storage_order(
+    tmp_path: Path, seq_text: str, taken: bool
+) -> None:
+    """The seq column's check of the chunk query (defensive: a rowid range scan comes in
+    order), made directly: out of order, short or repeated seqs send the chunk to the
+    reference."""
+    import sqlite3
+
+    from schedlog.host.stores import sqlite_load
+
+    path = tmp_path / "s.db"
+    store = SqliteTaskStore.open(path)
+    try:
+        for i in range(4):
+            store.insert(task(f"schedule-{i}", f'<s & "{i}">'))
+    finally:
+        store.close()
+    with sqlite3.connect(path) as conn:
+        bodies = [body for (body,) in conn.execute("SELECT body FROM tasks ORDER BY seq")]
+    keys = sqlite_load._vouch(4, 1, 4, seq_text, ",".join(bodies), 1, True)
+    assert (keys is not None) == taken, keys

@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 import sqlite3
 from collections.abc import Iterable, Sequence
+from operator import lt
 from typing import Final
 
 import msgspec
@@ -196,7 +197,7 @@ def _vouch(
         seqs = _decode_seqs(("[" + seq_text + "]").encode())
     except msgspec.DecodeError:
         return None
-    # In storage order (ascending) and all of them: the bodies came in the same order.
-    if len(seqs) != rows or seqs[0] != low or seqs[-1] != high or seqs != sorted(seqs):
+    # In storage order (strictly ascending) and all of them: the bodies came in the same order.
+    if len(seqs) != rows or seqs[0] != low or seqs[-1] != high or not all(map(lt, seqs, seqs[1:])):
         return None
     return check_chunk(seqs, joined, pausable=pausable)
