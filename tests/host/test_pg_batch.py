@@ -328,6 +328,19 @@ def test_lease_checks_asked_while_one_runs_share_the_next_query_never_the_runnin
         threading.Thread(target=lambda k=k: answers.setdefault(k, checks.check({k}, run)))
         for k in "abc"
     ]
+    _ask_while_one_runs(checks, threads, queries, release)
+    assert queries == [{"a"}, {"b", "c"}]  # one query for the two that waited
+    assert answers == {"a": {"a"}, "b": set(), "c": {"c"}}  # b: lost by the time it was asked
+
+
+def _ask_while_one_runs(
+    checks: CoalescedChecks,
+    threads: list[threading.Thread],
+    queries: list[set[str]],
+    release: threading.Event,
+) -> None:
+    """Start the first asker; once its query runs, the other two; once both wait, let the
+    query end, and wait for every asker."""
     threads[0].start()
     _until(lambda: len(queries) == 1)
     threads[1].start()
@@ -336,8 +349,6 @@ def test_lease_checks_asked_while_one_runs_share_the_next_query_never_the_runnin
     release.set()
     for thread in threads:
         thread.join(10)
-    assert queries == [{"a"}, {"b", "c"}]  # one query for the two that waited
-    assert answers == {"a": {"a"}, "b": set(), "c": {"c"}}  # b: lost by the time it was asked
 
 
 def test_a_failed_coalesced_check_fails_every_check_it_served_with_its_own_error() -> None:
@@ -361,14 +372,7 @@ def test_a_failed_coalesced_check_fails_every_check_it_served_with_its_own_error
             errors[key] = exc
 
     threads = [threading.Thread(target=ask, args=(k,)) for k in "abc"]
-    threads[0].start()
-    _until(lambda: len(calls) == 1)
-    threads[1].start()
-    threads[2].start()
-    _until(lambda: len(checks._waiting) == 2)
-    release.set()
-    for thread in threads:
-        thread.join(10)
+    _ask_while_one_runs(checks, threads, calls, release)
     assert sorted(errors) == ["b", "c"] and errors["b"] is not errors["c"]
     assert all("session locks were lost" in str(e) for e in errors.values())
     assert checks.check({"d"}, lambda keys: keys) == {"d"}  # the next check runs afresh
