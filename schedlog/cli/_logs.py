@@ -86,9 +86,9 @@ class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
     read_error: str | None = None
     #: ``session_log_not_regular`` or ``session_log_unreadable`` with ``read_error``
     read_code: str = "session_log_unreadable"
-    #: With ``targets=True`` and the fast path: the canonical ``scheduledAt`` text of each
-    #: active record, as the log wrote it, or None where it did not (see :func:`replay_report`)
-    targets: list[str | None] | None = None
+    #: With ``rendered=True`` and the fast path: the JSON text of the active records' list,
+    #: as :func:`schedlog.invariant.fastcheck.fast_check` gives it (``replay`` prints it)
+    rendered: bytes | None = None
 
     @property
     def ok(self) -> bool:
@@ -96,7 +96,7 @@ class LogCheck(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def check_session_log(
-    path: str, read_log: LogReader | None = None, *, split: bool = True, targets: bool = False
+    path: str, read_log: LogReader | None = None, *, split: bool = True, rendered: bool = False
 ) -> LogCheck:
     """Read ``path`` with ``read_log`` and fold its owned suffix, without modifying it.
 
@@ -109,25 +109,26 @@ def check_session_log(
     The cyclic garbage collector stays paused for the read and the fold: both only build
     acyclic values that all survive, which it would otherwise traverse again and again. On a
     machine with a second core, the fast path checks the second half of a long log in a child
-    process (:mod:`schedlog.cli._split`), unless ``split`` is False. With ``targets``, a fast
-    check also keeps the targets' texts the log holds (:attr:`LogCheck.targets`).
+    process (:mod:`schedlog.cli._split`), unless ``split`` is False. With ``rendered``, a fast
+    check also keeps the JSON form of the active records (:attr:`LogCheck.rendered`).
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check(path, read_log, split and split_available(), targets)
+        return _check(path, read_log, split and split_available(), rendered)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _check(path: str, read_log: LogReader | None, split: bool, targets: bool) -> LogCheck:
+def _check(path: str, read_log: LogReader | None, split: bool, rendered: bool) -> LogCheck:
     try:
         if read_log is None:
-            texts: list[str | None] | None = [] if targets else None
-            fast = fast_check(path, split=fork_split if split else None, targets=texts)
+            forms: list[bytes] | None = [] if rendered else None
+            fast = fast_check(path, split=fork_split if split else None, rendered=forms)
             if fast is not None:
-                return LogCheck(path=path, contents=fast[0], state=fast[1], targets=texts)
+                text = forms[0] if forms else None
+                return LogCheck(path=path, contents=fast[0], state=fast[1], rendered=text)
             read_log = read_summary
         contents = read_log(path)
     except OSError as exc:
@@ -164,7 +165,7 @@ def validate_report(check: LogCheck) -> dict[str, Any]:
         "events": contents.event_count if contents is not None else 0,
         "seedLength": header.seed_length if header is not None else (0 if check.ok else None),
         "tornTail": bool(contents.torn_tail) if contents is not None else False,
-        "active": len(check.state.active) if check.state is not None else None,
+        "active": check.state.active_count if check.state is not None else None,
     }
     if not check.ok:
         report["error"] = error_value(check)

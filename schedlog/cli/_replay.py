@@ -13,9 +13,7 @@ import codecs
 import gc
 import sys
 import time
-from itertools import compress, repeat
-from operator import is_
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from schedlog.cli._logs import (
     LogCheck,
@@ -35,7 +33,7 @@ from schedlog.rules.instants import format_instant, format_instants, is_represen
 from schedlog.rules.record import Record
 from schedlog.rules.text import json_bytes
 
-__all__ = ["cmd_replay", "replay_report", "write_json_bytes"]
+__all__ = ["cmd_replay", "replay_bytes", "replay_report", "write_json_bytes"]
 
 
 def cmd_replay(args: argparse.Namespace, read_log: LogReader | None) -> int:
@@ -49,14 +47,19 @@ def cmd_replay(args: argparse.Namespace, read_log: LogReader | None) -> int:
     refused = log_path_error(args)
     if refused is not None:
         return refused
-    check = check_session_log(args.log, read_log, targets=args.at is None)
+    check = check_session_log(args.log, read_log, rendered=args.at is None)
     if wants_json(args, out):
         # The result is acyclic and all of it is kept until written: the cyclic collector
         # would only traverse it again and again while a long active set is built.
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            write_json_bytes(replay_report(check, at), out)
+            buffer = _utf8_buffer(out)
+            if buffer is not None and at is None and check.rendered is not None and check.ok:
+                out.flush()
+                _write_line(buffer, replay_bytes(check))
+            else:
+                write_json_bytes(replay_report(check, at), out)
         finally:
             if was_enabled:
                 gc.enable()
@@ -78,10 +81,7 @@ def replay_report(check: LogCheck, at: int | None) -> dict[str, Any]:
     assert check.state is not None and check.contents is not None
     header = check.contents.header
     records = check.state.active
-    if at is None:
-        active = list(map(Record.to_json, records, _target_texts(records, check.targets)))
-    else:
-        active = [r.view(at, SESSION_LOCAL) for r in records]
+    active = _to_json(records) if at is None else [r.view(at, SESSION_LOCAL) for r in records]
     return {
         "sessionId": header.session_id if header is not None else None,
         "seedLength": header.seed_length if header is not None else 0,
@@ -90,16 +90,34 @@ def replay_report(check: LogCheck, at: int | None) -> dict[str, Any]:
     }
 
 
-def _target_texts(records: tuple[Record, ...], known: list[str | None] | None) -> list[str]:
-    """``format_instant`` of each record's target: the text the log holds where ``known`` has
-    it (:attr:`LogCheck.targets`), the rest formatted at once (a long active set prints fast)."""
-    if known is None:
-        return format_instants([r.scheduled_at for r in records])
-    if None not in known:
-        return known  # type: ignore[return-value]
-    missing = list(map(is_, known, repeat(None)))
-    formatted = iter(format_instants([r.scheduled_at for r in compress(records, missing)]))
-    return [next(formatted) if text is None else text for text in known]
+def replay_bytes(check: LogCheck) -> bytes:
+    """``json_bytes(replay_report(check, None))`` of a valid log whose fast check kept the JSON
+    text of its active records (:attr:`LogCheck.rendered`): that text put in place, the records
+    never built (a long active set prints fast). The members of the report in its order, each
+    encoded alone: a compact object's text is its members' texts joined."""
+    assert check.state is not None and check.contents is not None and check.rendered is not None
+    header = check.contents.header
+    session_id = header.session_id if header is not None else None
+    seed_length = header.seed_length if header is not None else 0
+    return b"".join(
+        (
+            b'{"sessionId":',
+            json_bytes(session_id),
+            b',"seedLength":',
+            json_bytes(seed_length),
+            b',"active":',
+            check.rendered,
+            b',"seenIds":',
+            json_bytes(check.state.seen_ids),
+            b"}",
+        )
+    )
+
+
+def _to_json(records: tuple[Record, ...]) -> list[dict[str, Any]]:
+    """``to_json()`` of each record, the targets formatted at once (a long active set prints
+    fast). A fast check gives their JSON text instead (:func:`replay_bytes`)."""
+    return list(map(Record.to_json, records, format_instants([r.scheduled_at for r in records])))
 
 
 def _human_replay(check: LogCheck, now: int, out: TextIO) -> None:
@@ -131,13 +149,25 @@ def write_json_bytes(value: Any, out: TextIO) -> None:
     """:func:`schedlog.cli.common.write_json_line` of ``value`` to ``out``: as bytes to its
     buffer when ``out`` is a UTF-8 text stream with one (the bytes its text layer would write),
     else through the text layer."""
-    buffer = getattr(out, "buffer", None)
-    encoding = getattr(out, "encoding", None)
-    if buffer is None or encoding is None or codecs.lookup(encoding).name != "utf-8":
+    buffer = _utf8_buffer(out)
+    if buffer is None:
         write_json_line(value, out)
         return
     data = json_bytes(value)
     out.flush()
+    _write_line(buffer, data)
+
+
+def _utf8_buffer(out: TextIO) -> BinaryIO | None:
+    """The buffer under ``out`` when ``out`` is a UTF-8 text stream with one, else None."""
+    buffer: BinaryIO | None = getattr(out, "buffer", None)
+    encoding = getattr(out, "encoding", None)
+    if buffer is None or encoding is None or codecs.lookup(encoding).name != "utf-8":
+        return None
+    return buffer
+
+
+def _write_line(buffer: BinaryIO, data: bytes) -> None:
     buffer.write(data)
     buffer.write(b"\n")
     buffer.flush()

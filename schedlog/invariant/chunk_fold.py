@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterable
-from itertools import compress, islice, repeat
+from itertools import compress, repeat
 from operator import attrgetter, is_, is_not, not_
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 
 import msgspec
 from msgspec.structs import replace
@@ -53,6 +53,7 @@ from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.events import SCHEDULE_CHANGE_TYPE, LogEvent
 from schedlog.eventlog.fastline import summary_line
 from schedlog.eventlog.reader import reference_line
+from schedlog.fold.state import FoldState
 from schedlog.fold.steps import FoldError, decode_event_change, plan
 from schedlog.invariant.chunk_checks import (
     check_escapes,
@@ -75,12 +76,12 @@ from schedlog.invariant.chunk_lines import (
     line_decoder,
     whole_envelopes,
 )
-from schedlog.rules.instants import MAX_MS, CanonicalInstantParser
+from schedlog.rules.instants import MAX_MS, CanonicalInstantParser, format_instant
 from schedlog.rules.record import Record
 from schedlog.rules.records import typed_texts_ok
-from schedlog.rules.text import MAX_SAFE_INT
+from schedlog.rules.text import MAX_SAFE_INT, json_bytes
 
-__all__ = ["ChunkFold", "TailResult", "encode_tail"]
+__all__ = ["ChunkFold", "RecordJson", "TailResult", "encode_tail"]
 
 _MAX_EVERY_MS: Final = MAX_SAFE_INT // 1000  # everySeconds whose interval in ms is safe
 _CHANGE: Final = SCHEDULE_CHANGE_TYPE
@@ -101,15 +102,33 @@ _decode_changes = msgspec.json.Decoder(list[wire.ChangeData]).decode
 #: compact chunk in one call").
 _MOSTLY_CHANGES: Final = 4
 
-#: What a tail fold gives (``fastcheck``'s tail work): events, size of its complete lines,
-#: torn tail, created ids, the records still active, the changes of records it did not create
-#: (:attr:`ChunkFold.foreign`), the canonical target texts of those records
-#: (:meth:`ChunkFold.targets`).
-TailResult = tuple[
-    int, int, bytes, list[str], list[Record], list[tuple[int, str, int]], list[str | None]
-]
+
+class RecordJson(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """An active ``after``, ``at`` or ``every`` record in its JSON form: encoded (by
+    :func:`~schedlog.rules.text.json_bytes`), exactly the bytes of ``Record.to_json()``
+    encoded, the same keys in the same order (docs/protocol.md#records); an unset member is
+    left out, as ``to_json`` leaves it out. The fast form of ``to_json`` for ``replay``
+    (:meth:`ChunkFold.rendered`); ``tests/invariant/test_fastcheck_rendered.py`` proves the
+    two equal."""
+
+    id: str
+    kind: Literal["after", "at", "every"]
+    title: str | None = None
+    prompt: str
+    afterSeconds: int | None = None
+    everySeconds: int | None = None
+    scheduledAt: str
+
+
+#: What a tail fold gives (``fastcheck``'s tail work, :meth:`ChunkFold.tail_result`): events,
+#: size of its complete lines, torn tail, created ids, the records still active (the JSON text
+#: of their list, :data:`RecordJson` items, and their targets in epoch ms), the changes of
+#: records it did not create (:attr:`ChunkFold.foreign`).
+TailResult = tuple[int, int, bytes, list[str], bytes, list[int], list[tuple[int, str, int]]]
 encode_tail = msgspec.msgpack.Encoder().encode
 _decode_tail = msgspec.msgpack.Decoder(TailResult).decode
+_encode_json = msgspec.json.Encoder().encode
+_decode_rendered = msgspec.json.Decoder(list[RecordJson]).decode
 
 
 class ChunkFold:
@@ -129,8 +148,11 @@ class ChunkFold:
         self.active: dict[str, Record | tuple[wire.WireRecord, int]] = {}
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
-        #: The targets' texts of the records a joined tail added (the last of ``active``).
-        self.later_targets: list[str | None] = []
+        #: The records a joined tail added, after those of ``active``: the JSON text of their
+        #: list (:data:`TailResult`), and their targets in epoch ms; their :class:`Record`
+        #: are built only when asked for (:meth:`records`).
+        self.later_json = b"[]"
+        self.later_targets: list[int] = []
         # The event types seen so far, or expected (``kinds``): the first chunk is then tried
         # in one pass too; a line of another type sends it to two.
         self.kinds: frozenset[str] = kinds if len(kinds) <= _MAX_KINDS else frozenset()
@@ -374,7 +396,7 @@ class ChunkFold:
         if not result or self.count < self.start:  # or the tail's lines are not all owned
             return None
         try:
-            count, complete, carry, seen_ids, records, foreign, texts = _decode_tail(result)
+            count, complete, carry, seen_ids, rendered, targets, foreign = _decode_tail(result)
         except msgspec.DecodeError:
             return None
         active: dict[str, Any] = self.active
@@ -390,35 +412,65 @@ class ChunkFold:
             else:
                 del active[target]
         self.later_seen = later
-        active.update(zip(map(_ID, records), records, strict=True))
-        if len(texts) == len(records):
-            self.later_targets = texts  # the last records of ``active``, all final
+        self.later_json, self.later_targets = rendered, targets  # all final
         self.count += count
         return carry, complete
 
-    def targets(self) -> list[str | None]:
-        """The ``scheduledAt`` of each active record, in order, as the log wrote it when it
-        created the record, if it is still that target (an entry: no dispatch moved it on),
-        else None.
+    def tail_result(self, complete: int, carry: bytes) -> bytes:
+        """The encoded :data:`TailResult` of this tail fold, whose complete lines are
+        ``complete`` bytes long and whose torn tail is ``carry``; nothing (no result) when a
+        record cannot be given so."""
+        assert self.foreign is not None
+        values: Any = self.active.values()
+        rendered = list(map(_rendered, values))
+        if dict in map(type, rendered):
+            return b""  # not a kind RecordJson holds (a tail never reads line by line)
+        try:
+            text = _encode_json(rendered)
+        except UnicodeEncodeError:
+            return b""  # a lone surrogate (which msgspec never decodes): the head folds it
+        targets = [value[1] if type(value) is tuple else value.scheduled_at for value in values]
+        seen = list(self.seen)
+        return encode_tail((self.count, complete, carry, seen, text, targets, self.foreign))
 
-        Such a text is ``format_instant`` of the target: the typed path created the record only
-        if :func:`~schedlog.invariant.chunk_checks.instants_ms` took the text for a canonical
-        instant, which is exactly the text ``format_instant`` gives (docs/rules.md#instants);
-        ``tests/invariant/test_fastcheck_targets.py`` proves it."""
-        later = self.later_targets
-        own = islice(self.active.values(), len(self.active) - len(later))
-        texts: list[str | None] = [
-            value[0].scheduledAt if type(value) is tuple else None for value in own
-        ]
-        texts += later
-        return texts
+    def rendered(self) -> bytes:
+        """The JSON text of the active records' list, exactly ``json_bytes`` of
+        ``[r.to_json() for r in self.records()]``, without building the records: each is
+        given in its JSON form (:class:`RecordJson`, or ``to_json()`` for another kind), and
+        the records a joined tail added are the text it gave.
+
+        The ``scheduledAt`` of a record no dispatch moved on (an entry) is the text the log
+        wrote when it created the record, which is ``format_instant`` of the target: the typed
+        path created the record only if :func:`~schedlog.invariant.chunk_checks.instants_ms`
+        took the text for a canonical instant, which is exactly the text ``format_instant``
+        gives (docs/rules.md#instants); ``tests/invariant/test_fastcheck_rendered.py`` proves
+        it. Only a moved target is formatted."""
+        own = json_bytes(list(map(_rendered, self.active.values())))
+        later = self.later_json
+        if later == b"[]":
+            return own
+        if own == b"[]":
+            return later
+        return b"".join((own[:-1], b",", later[1:]))
 
     def records(self) -> list[Record]:
-        """The active records, in order: the :class:`Record` of each entry built now."""
-        return [
+        """The active records, in order: the :class:`Record` of each entry built now, and of
+        each record a joined tail added."""
+        records = [
             wire.record_of(*value) if isinstance(value, tuple) else value
             for value in self.active.values()
         ]
+        if self.later_targets:
+            later = _decode_rendered(self.later_json)
+            records += map(_record_of_json, later, self.later_targets)
+        return records
+
+    def state(self) -> FoldState:
+        """The fold as a :class:`FoldState` whose records are built on first use
+        (:meth:`records`): ``validate`` only counts them, ``replay`` prints :meth:`rendered`."""
+        count = len(self.active) + len(self.later_targets)
+        seen = (*self.seen, *self.later_seen)
+        return FoldState.built_later(count, lambda: tuple(self.records()), seen)
 
     # -- line by line -------------------------------------------------------------------------
 
@@ -515,3 +567,72 @@ def _dispatch_every(active: dict[str, Any], target: str, current: Record, at: in
         del active[target]
     else:
         active[target] = replace(current, scheduled_at=following)
+
+
+def _rendered(value: Record | tuple[wire.WireRecord, int]) -> Any:
+    """The JSON form of an active record or entry (:meth:`ChunkFold.rendered`)."""
+    if type(value) is tuple:
+        record = value[0]
+        kind = type(record)
+        if kind is wire.AfterRecord:
+            return RecordJson(
+                id=record.id,
+                kind="after",
+                title=record.title,
+                prompt=record.prompt,
+                afterSeconds=record.afterSeconds,  # type: ignore[union-attr]
+                scheduledAt=record.scheduledAt,
+            )
+        if kind is wire.EveryRecord:
+            return RecordJson(
+                id=record.id,
+                kind="every",
+                title=record.title,
+                prompt=record.prompt,
+                everySeconds=record.everySeconds,  # type: ignore[union-attr]
+                scheduledAt=record.scheduledAt,
+            )
+        return RecordJson(
+            id=record.id,
+            kind="at",
+            title=record.title,
+            prompt=record.prompt,
+            scheduledAt=record.scheduledAt,
+        )
+    return _record_json(value)  # type: ignore[arg-type]
+
+
+def _record_json(record: Record) -> RecordJson | dict[str, Any]:
+    """The JSON form of ``record``: ``to_json()`` but for the kinds :class:`RecordJson`
+    holds."""
+    kind = record.kind
+    after = record.after_seconds if kind == "after" else None
+    every = record.every_seconds if kind == "every" else None
+    if (kind == "at" or after is not None or every is not None) and kind in _SESSION_KINDS:
+        return RecordJson(
+            id=record.id,
+            kind=kind,  # type: ignore[arg-type]
+            title=record.title,
+            prompt=record.prompt,
+            afterSeconds=after,
+            everySeconds=every,
+            scheduledAt=format_instant(record.scheduled_at),
+        )
+    return record.to_json()
+
+
+def _record_of_json(rendered: RecordJson, scheduled_at: int) -> Record:
+    """The :class:`Record` a tail rendered (:meth:`ChunkFold.tail_result`), whose target is
+    ``scheduled_at``: the fields of ``wire.record_of``'s."""
+    return Record(
+        id=rendered.id,
+        kind=rendered.kind,
+        prompt=rendered.prompt,
+        scheduled_at=scheduled_at,
+        title=rendered.title,
+        after_seconds=rendered.afterSeconds,
+        every_seconds=rendered.everySeconds,
+    )
+
+
+_SESSION_KINDS: Final = frozenset({"after", "at", "every"})

@@ -43,7 +43,7 @@ from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.header import Header
 from schedlog.eventlog.reader import MAX_LINE_BYTES, LogContents, reference_line
 from schedlog.fold.state import FoldState
-from schedlog.invariant.chunk_fold import ChunkFold, encode_tail
+from schedlog.invariant.chunk_fold import ChunkFold
 from schedlog.invariant.chunk_lines import Invalid, Kept, single_line_tag
 
 __all__ = ["Kept", "Split", "fast_check", "fast_check_bytes", "fast_check_fd", "single_line_tag"]
@@ -78,7 +78,7 @@ def fast_check(
     path: str | os.PathLike[str],
     *,
     split: Split | None = None,
-    targets: list[str | None] | None = None,
+    rendered: list[bytes] | None = None,
 ) -> tuple[LogContents, FoldState] | None:
     """The summary read of the log at ``path`` and the fold of its owned suffix, when the log
     is valid and this fast path is sure of it; None otherwise (the reference decides).
@@ -89,10 +89,11 @@ def fast_check(
     the two folds are then joined (:meth:`ChunkFold.join`). Whatever the work gives, or if it gives
     nothing, the result is the same as without it.
 
-    With ``targets`` (an empty list), the canonical ``scheduledAt`` text of each active record
-    is put there, in order, when the result is not None: the text the log holds for it, or None
-    where the record's target is not one the log wrote (:meth:`ChunkFold.targets`; ``replay``
-    formats only those).
+    With ``rendered`` (an empty list), the JSON text of the active records' list is put there
+    when the result is not None: exactly ``json_bytes([r.to_json() for r in state.active])``
+    (:meth:`ChunkFold.rendered`, which takes the targets the log wrote as it wrote them;
+    ``replay`` prints it). The state's records are built only when asked for
+    (:meth:`ChunkFold.state`).
 
     A log shorter than a chunk (``validate DIR`` of many small logs) is read whole, in one
     ``os.read`` of its size: the buffered reads of a chunk each cost more than the read itself
@@ -106,11 +107,11 @@ def fast_check(
         data = _small_log(fd)
         if data is not None:
             small = io.BytesIO(data)
-            return _check(small, name, _CHUNK, split, _MIN_SPLIT, targets=targets, whole=True)
+            return _check(small, name, _CHUNK, split, _MIN_SPLIT, rendered=rendered, whole=True)
     finally:
         os.close(fd)
     with open(path, "rb") as stream:  # a long log, or not a regular file: as it always was
-        return _check(stream, name, _CHUNK, split, _MIN_SPLIT, targets=targets, whole=True)
+        return _check(stream, name, _CHUNK, split, _MIN_SPLIT, rendered=rendered, whole=True)
 
 
 def _small_log(fd: int) -> bytes | None:
@@ -148,13 +149,13 @@ def fast_check_bytes(
     split: Split | None = None,
     min_split: int = _MIN_SPLIT,
     keep: list[Kept] | None = None,
-    targets: list[str | None] | None = None,
+    rendered: list[bytes] | None = None,
     whole: bool = True,
 ) -> tuple[LogContents, FoldState] | None:
     """:func:`fast_check` of a log in memory, read ``chunk`` bytes at a time (for tests); its
     chunks are first tried in one call (``ChunkFold.whole``) unless ``whole`` is false, as
     :func:`fast_check` and :func:`fast_check_fd` do."""
-    return _check(io.BytesIO(data), file, chunk, split, min_split, keep, targets, whole)
+    return _check(io.BytesIO(data), file, chunk, split, min_split, keep, rendered, whole)
 
 
 def _check(
@@ -164,7 +165,7 @@ def _check(
     split: Split | None,
     min_split: int,
     keep: list[Kept] | None = None,
-    targets: list[str | None] | None = None,
+    rendered: list[bytes] | None = None,
     whole: bool = False,
 ) -> tuple[LogContents, FoldState] | None:
     read = stream.read
@@ -213,8 +214,8 @@ def _check(
     _remember_kinds(fold.kinds)
     if fold.count < fold.start:
         return None  # seedLength beyond the log: the reference reports it
-    if targets is not None:
-        targets.extend(fold.targets())
+    if rendered is not None:
+        rendered.append(fold.rendered())
     contents = LogContents(
         file=file,
         header=header,
@@ -226,8 +227,7 @@ def _check(
         header_size=header_size,
         corruption=None,
     )
-    state = FoldState(active=tuple(fold.records()), seen_ids=(*fold.seen, *fold.later_seen))
-    return contents, state
+    return contents, fold.state()
 
 
 class _TooLong(Exception):
@@ -313,7 +313,4 @@ def _tail_work(read: Callable[[int], bytes], size: int, whole: bool = False) -> 
         carry, complete = _fold_stream(fold, read, size, b"")
     except (Invalid, _TooLong):
         return b""
-    assert fold.foreign is not None
-    records = fold.records()
-    result = (fold.count, complete, carry, list(fold.seen), records, fold.foreign, fold.targets())
-    return encode_tail(result)
+    return fold.tail_result(complete, carry)

@@ -441,6 +441,31 @@ def test_replay_report_formats_every_target_as_to_json_does(tmp_path: Path) -> N
     assert replay_report(check, None)["active"] == [r.to_json() for r in check.state.active]
 
 
+def test_replay_bytes_are_the_reports_json(tmp_path: Path) -> None:
+    # replay --json of a fast check prints the JSON text the check kept (replay_bytes): the
+    # bytes of the report built from the records, split or not, with hostile text (a lone
+    # surrogate in the header, which the reference decoder reads).
+    from schedlog.cli._logs import check_session_log
+    from schedlog.cli._replay import replay_bytes, replay_report
+    from schedlog.rules.text import json_bytes
+
+    events = [header(sid="s-<&>\ud800")]
+    for i in range(40):
+        kind = ("after", "at", "every")[i % 3]
+        extra: dict[str, Any] = {"title": f't<&"\u2028{i}'} if i % 5 == 0 else {}
+        events.append(change(create_data(f"r{i}", kind, **extra)))
+    events.append(change(create_data("r-40", "at")))
+    events.append(change(delete_data("r3")))
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(log_bytes(*events))
+    for split in (False, True):
+        check = check_session_log(str(path), split=split, rendered=True)
+        assert check.rendered is not None and check.state is not None
+        expected = json_bytes(replay_report(check, None))
+        assert replay_bytes(check) == expected
+        assert check.state.active_count == len(check.state.active) == 40
+
+
 @pytest.mark.parametrize("encoding", ["utf-8", "UTF8", "ascii", "latin-1"])
 def test_replay_json_bytes_are_the_text_layers_bytes(encoding: str) -> None:
     # write_json_bytes writes to stdout's buffer only when the text layer would write UTF-8;

@@ -53,11 +53,11 @@ def split_check(
     chunk: int,
     after_line: int,
     split: Any = now,
-    targets: list[str | None] | None = None,
+    rendered: list[bytes] | None = None,
 ) -> tuple[Any, list[bool]]:
     """The fast path's result with the log split after the header and ``after_line`` events
     (at or past the last line end: not split), and whether each join used the tail's result;
-    the target texts kept in ``targets`` when given."""
+    the JSON text of the records kept in ``rendered`` when given."""
     ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
     joins: list[bool] = []
     real_join = ChunkFold.join
@@ -76,7 +76,7 @@ def split_check(
         patch.setattr(fastcheck, "_middle", middle)
         patch.setattr(ChunkFold, "join", join)
         result = fast_check_bytes(
-            data, file="f", chunk=chunk, split=split, min_split=0, targets=targets
+            data, file="f", chunk=chunk, split=split, min_split=0, rendered=rendered
         )
     return result, joins
 
