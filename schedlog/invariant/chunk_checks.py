@@ -43,6 +43,7 @@ __all__ = [
     "decode_joined",
     "followup_colons",
     "instants_ms",
+    "instants_ok",
     "text_colons",
 ]
 
@@ -79,17 +80,33 @@ def instants_ms(texts: list[str], parse: _Parse) -> list[int | None]:
     seconds to 59), then epoch ms. Anything else is parsed one by one."""
     if not texts:
         return []
+    stamps = _stamps(texts)
+    if stamps is not None:
+        return list(map(floordiv, map(sub, stamps, repeat(_EPOCH)), repeat(_MILLISECOND)))
+    return list(map(parse, texts))
+
+
+def instants_ok(texts: list[str], parse: _Parse) -> bool:
+    """Whether ``parse`` takes every one of ``texts`` (:func:`instants_ms` holds no None),
+    without converting them: the one decode into datetimes proves it for canonical shapes."""
+    if not texts or _stamps(texts) is not None:
+        return True
+    return None not in map(parse, texts)
+
+
+def _stamps(texts: list[str]) -> list[datetime] | None:
+    """The datetimes of ``texts`` (not empty) when every one has the shape of a canonical
+    instant and is a real date and time (:func:`instants_ms`), else None."""
     body = '","'.join(texts)
     if body.isascii() and set(map(len, texts)) == _INSTANT_LENGTH:
         raw = body.encode()
         if raw.translate(_ZERO_DIGITS) == b'","'.join(repeat(_INSTANT_SHAPE, len(texts))):
             try:
-                stamps = _decode_datetimes(b'["' + raw + b'"]')
+                stamps: list[datetime] = _decode_datetimes(b'["' + raw + b'"]')
             except msgspec.DecodeError:
-                pass  # not a real date or time: parse says which
-            else:
-                return list(map(floordiv, map(sub, stamps, repeat(_EPOCH)), repeat(_MILLISECOND)))
-    return list(map(parse, texts))
+                return None  # not a real date or time: parse says which
+            return stamps
+    return None
 
 
 def text_colons(typed: list[wire.ChangeData]) -> int:

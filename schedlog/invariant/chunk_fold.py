@@ -63,6 +63,7 @@ from schedlog.invariant.chunk_checks import (
     decode_joined,
     followup_colons,
     instants_ms,
+    instants_ok,
     text_colons,
 )
 from schedlog.invariant.chunk_lines import (
@@ -122,9 +123,10 @@ class RecordJson(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
 
 #: What a tail fold gives (``fastcheck``'s tail work, :meth:`ChunkFold.tail_result`): events,
 #: size of its complete lines, torn tail, created ids, the records still active (the JSON text
-#: of their list, :data:`RecordJson` items, and their targets in epoch ms), the changes of
+#: of their list, :data:`RecordJson` items, and their targets in epoch ms, None for an entry's,
+#: which is its ``scheduledAt``), the changes of
 #: records it did not create (:attr:`ChunkFold.foreign`).
-TailResult = tuple[int, int, bytes, list[str], bytes, list[int], list[tuple[int, str, int]]]
+TailResult = tuple[int, int, bytes, list[str], bytes, list[int | None], list[tuple[int, str, int]]]
 encode_tail = msgspec.msgpack.Encoder().encode
 _decode_tail = msgspec.msgpack.Decoder(TailResult).decode
 _encode_json = msgspec.json.Encoder().encode
@@ -143,16 +145,17 @@ class ChunkFold:
         self.foreign: list[tuple[int, str, int]] | None = [] if tail else None
         self.later_seen: dict[str, None] = {}  # the ids a joined tail created, after ``seen``
         self.count = 0  # events so far
-        #: The active records in create order: a :class:`Record`, or an entry (a typed record
-        #: and its target in epoch ms) that no dispatch moved on.
-        self.active: dict[str, Record | tuple[wire.WireRecord, int]] = {}
+        #: The active records in create order: a :class:`Record`, or an entry that no dispatch
+        #: moved on, the typed record as the log created it, its ``scheduledAt`` a canonical
+        #: instant (an ``every`` one with that target in epoch ms: :meth:`_entries`).
+        self.active: dict[str, Any] = {}
         self.seen: dict[str, None] = {}
         self.instants = CanonicalInstantParser()
         #: The records a joined tail added, after those of ``active``: the JSON text of their
         #: list (:data:`TailResult`), and their targets in epoch ms; their :class:`Record`
         #: are built only when asked for (:meth:`records`).
         self.later_json = b"[]"
-        self.later_targets: list[int] = []
+        self.later_targets: list[int | None] = []
         # The event types seen so far, or expected (``kinds``): the first chunk is then tried
         # in one pass too; a line of another type sends it to two.
         self.kinds: frozenset[str] = kinds if len(kinds) <= _MAX_KINDS else frozenset()
@@ -298,7 +301,8 @@ class ChunkFold:
         titles = list(filter(None, map(_TITLE, records)))  # a title is never empty
         # version, operation and id of every change; acceptedAt and an instant's 2; schedule;
         # id, kind, prompt, scheduledAt and its 2; the seconds but for at; title
-        ats = list(map(type, records)).count(wire.AtRecord) if records else 0
+        kinds = list(map(type, records))
+        ats = kinds.count(wire.AtRecord) if records else 0
         expected = 3 * len(typed) + 3 * len(stamps) + 7 * len(records) - ats + len(titles)
         if not (
             (counted is None or colons == counted)
@@ -306,11 +310,31 @@ class ChunkFold:
         ):
             raise NotTaken
         ids = list(map(_ID, records))
-        whens: list[int] = []
+        entries: list[Any] = records
         if records:
             self._check_creates(records, ids, titles)
-            whens = self._create_instants(list(map(_SCHEDULED_AT, records)))
-        self._fold_typed(typed, classes, stamps, ids, zip(records, whens, strict=True))
+            entries = self._entries(records, kinds)
+        self._fold_typed(typed, classes, stamps, ids, entries)
+
+    def _entries(self, records: list[wire.WireRecord], kinds: list[type]) -> list[Any]:
+        """The entries of the records a chunk creates (``kinds``: their classes), each
+        ``scheduledAt`` a canonical instant: an ``every`` record (which a dispatch may move
+        on) with its target in epoch ms, converted all at once (:func:`instants_ms`); a
+        one-shot alone (only checked: its target is read when its :class:`Record` is built,
+        :meth:`_as_record`, and a dispatch takes it out)."""
+        parse = self.instants.parse
+        if wire.EveryRecord not in kinds:
+            if not instants_ok(list(map(_SCHEDULED_AT, records)), parse):
+                raise Invalid  # not a canonical instant of a real day
+            return records
+        every = list(map(is_, kinds, repeat(wire.EveryRecord)))
+        recurring = list(compress(records, every))
+        whens = instants_ms(list(map(_SCHEDULED_AT, recurring)), parse)
+        once = list(compress(records, map(not_, every)))
+        if None in whens or not instants_ok(list(map(_SCHEDULED_AT, once)), parse):
+            raise Invalid
+        timed = iter(zip(recurring, whens, strict=True)).__next__
+        return [timed() if moves else record for record, moves in zip(records, every, strict=True)]
 
     def _check_creates(
         self, records: list[wire.WireRecord], ids: list[str], titles: list[str]
@@ -326,35 +350,28 @@ class ChunkFold:
             raise Invalid
         seen.update(fresh)
 
-    def _create_instants(self, texts: list[str]) -> list[int]:
-        """The ``scheduledAt`` ``texts`` of created records in epoch ms, each a canonical
-        instant."""
-        whens = instants_ms(texts, self.instants.parse)
-        if None in whens:  # not a canonical instant of a real day
-            raise Invalid
-        return whens  # type: ignore[return-value]
-
     def _fold_typed(
         self,
         typed: list[wire.ChangeData],
         classes: list[type],
         stamps: list[str],
         ids: list[str],
-        entries: Iterable[tuple[wire.WireRecord, int]],
+        entries: Iterable[wire.WireRecord | tuple[wire.WireRecord, int]],
     ) -> None:
         """Fold typed changes in order, whose creates :meth:`_check_creates` checked (``ids``
-        and ``entries``: theirs, in order); ``stamps`` are the dispatches' ``acceptedAt`` that
-        are set, in order.
+        and ``entries``: theirs, in order, their ``scheduledAt`` canonical instants);
+        ``stamps`` are the dispatches' ``acceptedAt`` that are set, in order.
 
-        A created record stays an entry (the typed record and its ``scheduledAt`` in epoch ms)
-        in ``active`` until a dispatch moves it on or :meth:`records` builds its
-        :class:`Record`. The ``acceptedAt`` instants are converted up front, all at once
+        A created record stays an entry (:meth:`_entries`) in ``active`` until a dispatch moves
+        it on or :meth:`records` builds its :class:`Record`: ``replay`` prints the text and
+        ``validate`` counts it. The ``acceptedAt`` instants are converted up front, all at once
         (:func:`instants_ms`).
         """
         active: dict[str, Any] = self.active
         pop = active.pop
         next_create = iter(zip(ids, entries, strict=True)).__next__
         accepted_ms = iter(instants_ms(stamps, self.instants.parse)).__next__
+        as_record = self._as_record
         for change, kind in zip(typed, classes, strict=True):
             if kind is wire.DeleteData:
                 if pop(change.id, None) is None:  # type: ignore[union-attr]
@@ -380,7 +397,19 @@ class ChunkFold:
             elif (at := accepted_ms()) is None:
                 raise Invalid
             else:
-                _dispatch_every(active, target, _as_record(current), at)
+                _dispatch_every(active, target, as_record(current), at)
+
+    def _as_record(self, current: Any) -> Record:
+        """The :class:`Record` of an active record or entry (:meth:`_entries`)."""
+        kind = type(current)
+        if kind is Record:
+            record: Record = current
+            return record
+        if kind is tuple:
+            return wire.record_of(*current)
+        at = self.instants.parse(current.scheduledAt)
+        assert at is not None  # a canonical instant (:meth:`_entries`)
+        return wire.record_of(current, at)
 
     def _foreign(self, code: int, target: str, at: int) -> None:
         """A delete or dispatch of ``target``, which is not active: in a tail, of a record
@@ -408,7 +437,7 @@ class ChunkFold:
             if current is None or (code == _ONE_SHOT and not _is_one_shot(current)):
                 raise Invalid
             if code == _EVERY:
-                _dispatch_every(active, target, _as_record(current), at)
+                _dispatch_every(active, target, self._as_record(current), at)
             else:
                 del active[target]
         self.later_seen = later
@@ -429,7 +458,7 @@ class ChunkFold:
             text = _encode_json(rendered)
         except UnicodeEncodeError:
             return b""  # a lone surrogate (which msgspec never decodes): the head folds it
-        targets = [value[1] if type(value) is tuple else value.scheduled_at for value in values]
+        targets = list(map(_target_ms, values))
         seen = list(self.seen)
         return encode_tail((self.count, complete, carry, seen, text, targets, self.foreign))
 
@@ -456,14 +485,28 @@ class ChunkFold:
     def records(self) -> list[Record]:
         """The active records, in order: the :class:`Record` of each entry built now, and of
         each record a joined tail added."""
-        records = [
-            wire.record_of(*value) if isinstance(value, tuple) else value
-            for value in self.active.values()
-        ]
+        records = list(map(self._as_record, self.active.values()))
         if self.later_targets:
             later = _decode_rendered(self.later_json)
-            records += map(_record_of_json, later, self.later_targets)
+            records += map(self._record_of_json, later, self.later_targets)
         return records
+
+    def _record_of_json(self, rendered: RecordJson, scheduled_at: int | None) -> Record:
+        """The :class:`Record` a tail gave in its JSON form (:meth:`tail_result`), whose target
+        is ``scheduled_at``, or its ``scheduledAt`` where that is None (an entry's: a canonical
+        instant): the fields of ``wire.record_of``'s."""
+        if scheduled_at is None:
+            scheduled_at = self.instants.parse(rendered.scheduledAt)
+            assert scheduled_at is not None
+        return Record(
+            id=rendered.id,
+            kind=rendered.kind,
+            prompt=rendered.prompt,
+            scheduled_at=scheduled_at,
+            title=rendered.title,
+            after_seconds=rendered.afterSeconds,
+            every_seconds=rendered.everySeconds,
+        )
 
     def state(self) -> FoldState:
         """The fold as a :class:`FoldState` whose records are built on first use
@@ -479,8 +522,8 @@ class ChunkFold:
         which read the records, come next)."""
         active: dict[str, Any] = self.active
         for record_id, value in active.items():
-            if type(value) is tuple:
-                active[record_id] = wire.record_of(*value)
+            if type(value) is not Record:
+                active[record_id] = self._as_record(value)
 
     def _lines(self, body: bytes) -> None:
         """The chunk as the summary read and the fold take it, one line at a time."""
@@ -539,16 +582,23 @@ _ONE_SHOT: Final = 1
 _EVERY: Final = 2
 
 
-def _is_one_shot(current: Record | tuple[wire.WireRecord, int]) -> bool:
+def _is_one_shot(current: Any) -> bool:
     """Whether an active record or entry is a one-shot (``after`` or ``at``)."""
-    if type(current) is tuple:
-        return type(current[0]) is not wire.EveryRecord
-    return current.is_one_shot  # type: ignore[union-attr]
+    kind = type(current)
+    if kind is Record:
+        one_shot: bool = current.is_one_shot
+        return one_shot
+    return kind is not tuple and kind is not wire.EveryRecord
 
 
-def _as_record(current: Record | tuple[wire.WireRecord, int]) -> Record:
-    """The :class:`Record` of an active record or entry."""
-    return wire.record_of(*current) if type(current) is tuple else current  # type: ignore[return-value]
+def _target_ms(value: Any) -> int | None:
+    """The target of an active record or entry in epoch ms, None for a one-shot entry (whose
+    ``scheduledAt`` says it)."""
+    kind = type(value)
+    if kind is Record:
+        at: int = value.scheduled_at
+        return at
+    return value[1] if kind is tuple else None
 
 
 def _dispatch_every(active: dict[str, Any], target: str, current: Record, at: int) -> None:
@@ -569,10 +619,10 @@ def _dispatch_every(active: dict[str, Any], target: str, current: Record, at: in
         active[target] = replace(current, scheduled_at=following)
 
 
-def _rendered(value: Record | tuple[wire.WireRecord, int]) -> Any:
+def _rendered(value: Any) -> Any:
     """The JSON form of an active record or entry (:meth:`ChunkFold.rendered`)."""
-    if type(value) is tuple:
-        record = value[0]
+    if type(value) is not Record:
+        record: Any = value[0] if type(value) is tuple else value
         kind = type(record)
         if kind is wire.AfterRecord:
             return RecordJson(
@@ -580,7 +630,7 @@ def _rendered(value: Record | tuple[wire.WireRecord, int]) -> Any:
                 kind="after",
                 title=record.title,
                 prompt=record.prompt,
-                afterSeconds=record.afterSeconds,  # type: ignore[union-attr]
+                afterSeconds=record.afterSeconds,
                 scheduledAt=record.scheduledAt,
             )
         if kind is wire.EveryRecord:
@@ -589,7 +639,7 @@ def _rendered(value: Record | tuple[wire.WireRecord, int]) -> Any:
                 kind="every",
                 title=record.title,
                 prompt=record.prompt,
-                everySeconds=record.everySeconds,  # type: ignore[union-attr]
+                everySeconds=record.everySeconds,
                 scheduledAt=record.scheduledAt,
             )
         return RecordJson(
@@ -599,7 +649,7 @@ def _rendered(value: Record | tuple[wire.WireRecord, int]) -> Any:
             prompt=record.prompt,
             scheduledAt=record.scheduledAt,
         )
-    return _record_json(value)  # type: ignore[arg-type]
+    return _record_json(value)
 
 
 def _record_json(record: Record) -> RecordJson | dict[str, Any]:
@@ -619,20 +669,6 @@ def _record_json(record: Record) -> RecordJson | dict[str, Any]:
             scheduledAt=format_instant(record.scheduled_at),
         )
     return record.to_json()
-
-
-def _record_of_json(rendered: RecordJson, scheduled_at: int) -> Record:
-    """The :class:`Record` a tail rendered (:meth:`ChunkFold.tail_result`), whose target is
-    ``scheduled_at``: the fields of ``wire.record_of``'s."""
-    return Record(
-        id=rendered.id,
-        kind=rendered.kind,
-        prompt=rendered.prompt,
-        scheduled_at=scheduled_at,
-        title=rendered.title,
-        after_seconds=rendered.afterSeconds,
-        every_seconds=rendered.everySeconds,
-    )
 
 
 _SESSION_KINDS: Final = frozenset({"after", "at", "every"})

@@ -170,18 +170,25 @@ def entries(draw: st.DrawFn) -> tuple[wire.WireRecord, int]:
     return record, ms
 
 
-@given(st.lists(entries(), max_size=4))
-def test_the_json_form_of_an_entry_is_its_records_to_json(given: list[Any]) -> None:
-    forms = [chunk_fold._rendered(entry) for entry in given]
+@given(st.lists(entries(), max_size=4), st.booleans())
+def test_the_json_form_of_an_entry_is_its_records_to_json(given: list[Any], known: bool) -> None:
+    fold = chunk_fold.ChunkFold(0)
+    forms = [chunk_fold._rendered(record) for record, _ in given]
     built = [wire.record_of(*entry) for entry in given]
+    assert list(map(fold._as_record, [record for record, _ in given])) == built
+    # an every entry holds its target in epoch ms too (chunk_fold.ChunkFold._entries)
+    assert list(map(fold._as_record, given)) == built
+    assert list(map(chunk_fold._rendered, given)) == forms
     assert json_bytes(forms) == json_bytes([r.to_json() for r in built])
-    # and a tail's form of it builds the same record back (when msgspec can encode it)
+    # and a tail's form of it builds the same record back (when msgspec can encode it), with
+    # its target given or read from its text
     try:
         text = msgspec.json.encode(forms)
     except UnicodeEncodeError:
         return
     back = msgspec.json.decode(text, type=list[chunk_fold.RecordJson])
-    assert list(map(chunk_fold._record_of_json, back, [ms for _, ms in given])) == built
+    targets = [ms if known else None for _, ms in given]
+    assert list(map(fold._record_of_json, back, targets)) == built
 
 
 # --- a state built later ---------------------------------------------------------------------
