@@ -143,7 +143,7 @@ class ChunkFold:
         # A tail (the second part of a split log) keeps the deletes and dispatches of records
         # it did not create, in order: (_DELETE, id, 0), (_ONE_SHOT, id, 0), (_EVERY, id, ms).
         self.foreign: list[tuple[int, str, int]] | None = [] if tail else None
-        self.later_seen: dict[str, None] = {}  # the ids a joined tail created, after ``seen``
+        self.later_seen: list[str] = []  # the ids a joined tail created, after ``seen``
         self.count = 0  # events so far
         #: The active records in create order: a :class:`Record`, or an entry that no dispatch
         #: moved on, the typed record as the log created it, its ``scheduledAt`` a canonical
@@ -429,8 +429,7 @@ class ChunkFold:
         except msgspec.DecodeError:
             return None
         active: dict[str, Any] = self.active
-        later = dict.fromkeys(seen_ids)
-        if not self.seen.keys().isdisjoint(later):
+        if not self.seen.keys().isdisjoint(seen_ids):  # each a key of the tail's ``seen``
             raise Invalid
         for code, target, at in foreign:
             current = active.get(target)
@@ -440,7 +439,7 @@ class ChunkFold:
                 _dispatch_every(active, target, self._as_record(current), at)
             else:
                 del active[target]
-        self.later_seen = later
+        self.later_seen = seen_ids
         self.later_json, self.later_targets = rendered, targets  # all final
         self.count += count
         return carry, complete

@@ -215,3 +215,17 @@ def test_a_state_built_later_equals_the_state_built_at_once() -> None:
     wrong = FoldState.built_later(2, build, ())
     with pytest.raises(AssertionError):
         _ = wrong.active
+
+
+def test_a_tail_gives_no_result_for_a_record_it_cannot_give_as_json() -> None:
+    # A tail never holds another kind (it never reads line by line), nor a lone surrogate
+    # (msgspec never decodes one); if it did, the head would fold the tail itself.
+    cron = Record(
+        id="c", kind="cron", prompt="p", scheduled_at=0, expression="* * * * *", time_zone="UTC"
+    )
+    lone = wire.AtRecord(id="a", prompt="lone \ud800", scheduledAt=format_instant(0))
+    fine = wire.AtRecord(id="a", prompt="p", scheduledAt=format_instant(0))
+    for value, expected in ((cron, False), (lone, False), (fine, True)):
+        fold = chunk_fold.ChunkFold(0, tail=True)
+        fold.active["a"] = value
+        assert bool(fold.tail_result(0, b"")) is expected
