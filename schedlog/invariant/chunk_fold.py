@@ -34,6 +34,12 @@ them, and gives up (:class:`~schedlog.invariant.chunk_lines.Invalid`) where it w
 chunk line by line. :meth:`ChunkFold.join` then applies those to the first part's fold and
 adds the tail's records and ids after its own, refusing the log as the whole fold would (an id
 created in both parts, a change of a record the first part does not hold).
+
+At the end, the fold gives its active records as the JSON text ``replay`` prints
+(:meth:`ChunkFold.rendered`, each record in its :class:`RecordJson` form, a tail's as the text
+it gave) and as a :class:`~schedlog.fold.state.FoldState` whose records are built only when
+asked for (:meth:`ChunkFold.state`: ``validate`` counts them); docs/decisions.md, "A large
+active set in ``replay``: printed from the log's text, built only when asked for".
 """
 
 from __future__ import annotations
