@@ -35,6 +35,7 @@ from schedlog.eventlog.reader import read_log as _read_log
 from schedlog.fold.state import FoldState
 from schedlog.invariant.fastcheck import fast_check
 from schedlog.invariant.logs import validate_log
+from schedlog.invariant.small_check import SMALL_LOG, SmallSummary, small_summary
 from schedlog.rules.text import js_dumps
 
 __all__ = [
@@ -383,9 +384,72 @@ def _validate_one(
     name: str, read_log: LogReader | None, as_json: bool, split: bool
 ) -> tuple[bool, Any]:
     """The verdict of the log ``name``, and its report's JSON text or its table row: the JSON
-    is written in the process that checked the log (a text is faster to send than a dict)."""
+    is written in the process that checked the log (a text is faster to send than a dict).
+
+    A small valid log, read with the summary read, is reported from its
+    :func:`~schedlog.invariant.small_check.small_summary` (the same report: docs/decisions.md,
+    "validate DIR: a small log's report from its summary"); anything else, and any log that
+    summary is not sure of, from :func:`check_session_log`."""
+    if read_log is None:
+        data = _small_file(name)
+        summary = small_summary(data) if data is not None else None
+        if summary is not None:
+            report = _summary_report(name, summary)
+            return True, js_dumps(report) if as_json else _summary_row(report, summary)
     check = check_session_log(name, read_log, split=split)
     return check.ok, js_dumps(validate_report(check)) if as_json else _human_validate_row(check)
+
+
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+
+
+def _small_file(name: str) -> bytes | None:
+    """All of the regular file ``name`` when it is shorter than
+    :data:`~schedlog.invariant.small_check.SMALL_LOG`, in one ``os.read`` of its size and one
+    byte more; None when it is not such a file, grew while it was read, or cannot be read (the
+    whole check then reads it again and reports what it finds)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | _CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size >= SMALL_LOG:
+            return None
+        data = os.read(fd, info.st_size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= info.st_size else None  # None: it grew meanwhile
+
+
+def _summary_report(name: str, summary: SmallSummary) -> dict[str, Any]:
+    """:func:`validate_report` of a valid log from its summary (the same keys and values)."""
+    header = summary.header
+    return {
+        "path": name,
+        "kind": "session-log",
+        "ok": True,
+        "sessionId": header.session_id,
+        "events": summary.events,
+        "seedLength": header.seed_length,
+        "tornTail": bool(summary.torn_tail),
+        "active": summary.active,
+    }
+
+
+def _summary_row(report: dict[str, Any], summary: SmallSummary) -> tuple[str, ...]:
+    """:func:`_human_validate_row` of a valid log from its summary and report."""
+    torn = summary.torn_tail
+    return (
+        "OK",
+        report["path"],
+        str(report["sessionId"] or "-"),
+        str(report["events"]),
+        str(report["active"]),
+        f"torn tail of {len(torn)} bytes (ignored)" if torn else "",
+    )
 
 
 def _human_validate_row(check: LogCheck) -> tuple[str, ...]:
