@@ -16,6 +16,7 @@ table on a terminal. Exit status (docs/cli.md#exit-status): 0 success, 1 a check
 from __future__ import annotations
 
 import argparse
+import atexit
 import errno
 import gc
 import os
@@ -336,7 +337,9 @@ def cmd_validate(
         files += found
     as_json = wants_json(args, out)
     failed = False
-    if args.store is not None:
+    if args.store is None:
+        _freeze_at_exit()
+    else:
         assert validate_store is not None
         store_report = validate_store(args.store, args.backend)
         failed = failed or not store_report.get("ok", False)
@@ -373,6 +376,21 @@ def cmd_validate(
         bad = sum(1 for row in rows[1:] if row[0] == "FAIL")
         out.write(f"{len(files)} session log(s) checked, {bad} failed\n")
     return 1 if failed else 0
+
+
+_FREEZE_REGISTERED: Final[list[bool]] = [False]
+
+
+def _freeze_at_exit() -> None:
+    """At exit, move every object into the collector's permanent generation
+    (``gc.freeze``), once a process: the interpreter's collections while it shuts down then
+    no longer walk the modules and what they hold, about 8 ms of the exit of ``validate``
+    (docs/decisions.md, "validate DIR: a small log's report from its summary"). Only the logs
+    are read (no ``--store``): nothing else is open, and the standard streams are flushed at
+    exit anyway."""
+    if not _FREEZE_REGISTERED[0]:
+        _FREEZE_REGISTERED[0] = True
+        atexit.register(gc.freeze)
 
 
 #: ``validate --json`` writes the reports of this many files at once (or fewer, before each

@@ -107,3 +107,24 @@ def test_a_log_that_grows_while_it_is_read_is_checked_whole(
     assert _logs._small_file(str(path)) is None
     monkeypatch.undo()
     assert shown(str(path), True) == (True, js_dumps(_report(str(path), 1)))
+
+
+def test_validate_of_logs_freezes_the_heap_at_exit_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without --store (nothing but the logs was opened), once a process.
+    import atexit
+    import gc
+
+    from tests.cli.test_logs_cmd import run
+
+    registered: list[Any] = []
+    monkeypatch.setattr(atexit, "register", registered.append)
+    monkeypatch.setattr(_logs, "_FREEZE_REGISTERED", [False])
+    (tmp_path / "a.jsonl").write_bytes(js_dumps(header()).encode() + b"\n")
+    store = {"path": "s", "kind": "store", "ok": True, "tasks": 0}
+    assert run(["validate", "--store", "s", str(tmp_path)], lambda *_: store) == 0
+    assert registered == []
+    assert run(["validate", str(tmp_path)]) == 0
+    assert run(["validate", str(tmp_path)]) == 0
+    assert registered == [gc.freeze]
