@@ -354,6 +354,14 @@ def cmd_validate(
                 out.write(f"FAIL  {where}  store: {error.get('code')}: {error.get('message')}\n")
                 for bad in store_report.get("invalidRecords", ()):
                     out.write(f"      {where}  task {bad['id']!r}: {bad['message']}\n")
+    failed = _show(files, read_log, as_json, out) or failed
+    return 1 if failed else 0
+
+
+def _show(files: list[str], read_log: LogReader | None, as_json: bool, out: TextIO) -> bool:
+    """Check ``files`` and write what ``validate`` shows for them (with the progress on
+    stderr): whether one failed."""
+    failed = False
     progress = _Progress(len(files), sys.stderr)
     rows: list[tuple[str, ...]] = [("RESULT", "PATH", "SESSION", "EVENTS", "ACTIVE", "NOTE")]
     lines: list[str] = []  # the reports' JSON not written yet (write_json_line's lines)
@@ -375,7 +383,7 @@ def cmd_validate(
         table(rows, out)
         bad = sum(1 for row in rows[1:] if row[0] == "FAIL")
         out.write(f"{len(files)} session log(s) checked, {bad} failed\n")
-    return 1 if failed else 0
+    return failed
 
 
 _FREEZE_REGISTERED: Final[list[bool]] = [False]

@@ -128,3 +128,24 @@ def test_validate_of_logs_freezes_the_heap_at_exit_once(
     assert run(["validate", str(tmp_path)]) == 0
     assert run(["validate", str(tmp_path)]) == 0
     assert registered == [gc.freeze]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_validate_leaves_the_collector_as_it_found_it(tmp_path: Path, enabled: bool) -> None:
+    # The imports run without it and the checks with the heap frozen; then all is as before.
+    import gc
+
+    from tests.cli.test_logs_cmd import run
+
+    (tmp_path / "a.jsonl").write_bytes(js_dumps(header()).encode() + b"\n")
+    frozen = gc.get_freeze_count()
+    was = gc.isenabled()
+    try:
+        if not enabled:
+            gc.disable()
+        assert run(["validate", str(tmp_path)]) == 0
+        assert gc.isenabled() is enabled
+        assert gc.get_freeze_count() == frozen
+    finally:
+        if was:
+            gc.enable()
