@@ -444,16 +444,18 @@ def _validate_one(
     return check.ok, js_dumps(validate_report(check)) if as_json else _human_validate_row(check)
 
 
-_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+#: Opened without waiting (a FIFO without a writer opens at once, and is not read here): no
+#: effect on a regular file.
+_OPEN_FLAGS: Final = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def _small_file(name: str) -> bytes | None:
     """All of the regular file ``name`` when it is shorter than
     :data:`~schedlog.invariant.small_check.SMALL_LOG`, in one ``os.read`` of its size and one
     byte more; None when it is not such a file, grew while it was read, or cannot be read (the
-    whole check then reads it again and reports what it finds)."""
+    whole check then reads it again and reports what it finds; a FIFO is only opened by it)."""
     try:
-        fd = os.open(name, os.O_RDONLY | _CLOEXEC)
+        fd = os.open(name, _OPEN_FLAGS)
     except OSError:
         return None
     try:

@@ -149,3 +149,23 @@ def test_validate_leaves_the_collector_as_it_found_it(tmp_path: Path, enabled: b
     finally:
         if was:
             gc.enable()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_left_to_the_whole_check_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    # Opened without waiting, and not read: the whole check opens it as it always did.
+    import signal
+
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+
+    def waited(*_: object) -> None:
+        raise RuntimeError("the open waited for a writer")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(5)  # a blocking open would otherwise hang here
+    try:
+        assert _logs._small_file(str(fifo)) is None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
