@@ -34,6 +34,10 @@ _BUFFER: Final = 1 << 14
 _OWN_SHARE: Final = 85
 #: The most bytes of results taken from a child's pipe in one read.
 _READ: Final = 1 << 16
+#: This process empties the children's pipes after every this many of its own items: an
+#: empty pipe costs a system call and an exception, and a child writes a buffer of results
+#: (:data:`_BUFFER`, a few dozen small results) at a time into a pipe that holds four.
+_DRAIN_EVERY: Final = 8
 
 
 def usable_cores() -> int:
@@ -55,7 +59,8 @@ def fork_map(work: Callable[[_T], _R], items: Sequence[_T], workers: int) -> Ite
     """``map(work, items)``, in order, in ``workers`` processes: ``items`` cut in ``workers``
     runs, the first (a little shorter, :data:`_OWN_SHARE`) computed here, its results given as
     they come, each other by a child process from its start. This process takes what the
-    children wrote after each of its own items (so that no child ever waits on a full pipe),
+    children wrote after every few of its own items (:data:`_DRAIN_EVERY`, so that no child
+    waits long on a full pipe),
     then, for each child's run in turn, computes the run's items from its end backwards until
     they meet what the child gave, and gives the run in order. A child that cannot start, dies
     or gives a short result leaves the rest of its run to this process, so the results are the
@@ -74,9 +79,10 @@ def fork_map(work: Callable[[_T], _R], items: Sequence[_T], workers: int) -> Ite
     runs = [items[cuts[number] : cuts[number + 1]] for number in range(workers)]
     children = [_start(work, run) for run in runs[1:]]
     try:
-        for item in runs[0]:
+        for done, item in enumerate(runs[0], start=1):
             yield work(item)
-            _drain(children)
+            if not done % _DRAIN_EVERY:
+                _drain(children)
         for number, run in enumerate(runs[1:]):
             yield from _finish(work, run, children, number)
     finally:  # also when the caller stops early

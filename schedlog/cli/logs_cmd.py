@@ -15,6 +15,7 @@ use.
 from __future__ import annotations
 
 import argparse
+import gc
 from typing import TYPE_CHECKING, Final
 
 from schedlog._lazy import lazy_exports
@@ -123,9 +124,24 @@ def register(
     validate.add_argument("--json", action="store_true", help="JSON Lines even on a terminal")
 
     def run_validate(args: argparse.Namespace) -> int:
-        from schedlog.cli._logs import cmd_validate
+        # What exists once the implementation is imported (msgspec, the fast check: all of it
+        # survives) is frozen out of the collector while the logs are checked, so that the
+        # collections of the checks never walk it; the imports run without the collector,
+        # which would only walk it again and again (docs/decisions.md, "validate DIR: a small
+        # log's report from its summary").
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            from schedlog.cli._logs import cmd_validate
 
-        return cmd_validate(args, validate_store, _reader())
+            gc.freeze()
+        finally:
+            if was_enabled:
+                gc.enable()
+        try:
+            return cmd_validate(args, validate_store, _reader())
+        finally:
+            gc.unfreeze()
 
     validate.set_defaults(func=run_validate, logs_parser=validate)
 

@@ -239,6 +239,28 @@ def test_progress_on_stderr_for_many_files(
         assert progress[-1] == {"event": "validate.progress", "checked": 21, "total": 21}
 
 
+@pytest.mark.parametrize("count", [5, 21, 150, 301])
+def test_reports_come_before_the_progress_line_that_counts_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    # The reports are written a few at a time, but each before the progress line that counts
+    # it, and all of them by the end: on one stream, as one line each came out before.
+    for n in range(count):
+        (tmp_path / f"{n:03d}.jsonl").write_bytes(log_bytes(header(f"s-{n}")))
+    both = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", both)
+    monkeypatch.setattr(sys, "stderr", both)
+    assert run(["validate", str(tmp_path)]) == 0
+    reports = 0
+    for line in json_lines(both.getvalue()):
+        if line.get("event") == "validate.progress":
+            assert line["checked"] == reports
+        else:
+            assert line["sessionId"] == f"s-{reports}"
+            reports += 1
+    assert reports == count
+
+
 def test_progress_rewrites_one_line_on_a_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

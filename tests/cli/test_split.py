@@ -155,6 +155,33 @@ def test_fork_map_runs_the_first_run_here_and_each_other_in_a_child(
     assert len(children) <= workers - 1
 
 
+def test_fork_map_empties_the_childrens_pipes_during_its_own_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # After every _DRAIN_EVERY of its own items (not after each: an empty pipe costs a system
+    # call and an exception), so that no child waits long on a full pipe.
+    drained: list[int] = []
+    done: list[int] = []
+    real = _split._Results.drain
+
+    def drain(self: Any) -> None:
+        drained.append(len(done))
+        real(self)
+
+    def work(item: int) -> int:
+        done.append(item)
+        return item
+
+    monkeypatch.setattr(_split._Results, "drain", drain)
+    items = list(range(400))
+    own = len(items) * _split._OWN_SHARE // (_split._OWN_SHARE + 100)
+    got = _split.fork_map(work, items, 2)
+    assert [next(got) for _ in range(own)] == items[:own]
+    every = _split._DRAIN_EVERY
+    assert drained == list(range(every, own, every))
+    assert list(got) == items[own:]
+
+
 @pytest.mark.parametrize("workers", [2, 3])
 def test_fork_map_raises_the_works_exception_here_in_its_turn(workers: int) -> None:
     # Item 21 raises wherever it is computed; this process raises it after giving the 21
