@@ -39,6 +39,7 @@ from schedlog.files import fsync_directory, write_all
 from schedlog.fold.replay import apply_event
 from schedlog.fold.state import FoldState
 from schedlog.invariant.checker import check
+from schedlog.invariant.fastcheck import Split
 from schedlog.invariant.fastopen import read_for_open_fd
 from schedlog.invariant.log_open import open_log_file
 from schedlog.strictjson import JSONSyntaxError, loads_strict
@@ -124,6 +125,7 @@ class LogAppender:
         session_id: str | None = None,
         fold_schedule: bool = True,
         dir_fd: int | None = None,
+        split: Split | None = None,
     ) -> LogAppender:
         """Open (creating if missing) the log at ``path`` for append.
 
@@ -145,6 +147,10 @@ class LogAppender:
         log that is not a regular file raises
         :class:`~schedlog.invariant.log_open.UnsafeLogError` (``session_log_not_regular``), and
         the file is left alone.
+
+        ``split`` (the CLI's ``session batch`` only: a library open never forks) checks a long
+        log's second half in another process (:func:`schedlog.invariant.fastopen.read_for_open`);
+        the open is the same, and returns once the whole log is checked.
         """
         name = os.fspath(path)
         entry = os.path.basename(name) if dir_fd is not None else name
@@ -152,7 +158,7 @@ class LogAppender:
         try:
             # The read and fold by the fast path when it is sure (schedlog.invariant.fastopen),
             # through the descriptor opened safely above.
-            contents, folded = read_for_open_fd(fd, name, fold=fold_schedule)
+            contents, folded = read_for_open_fd(fd, name, fold=fold_schedule, split=split)
             if fold_schedule:
                 state = folded
             else:

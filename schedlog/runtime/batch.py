@@ -15,6 +15,7 @@ from schedlog._lazy import LazyLogger
 from schedlog.diagnostics import instant_field
 from schedlog.eventlog.followups import Member
 from schedlog.fold.incremental import FoldCursor
+from schedlog.invariant.fastcheck import Split
 from schedlog.runtime.clock import VirtualClock
 from schedlog.runtime.delivery import FAULTED, drive_pass
 from schedlog.runtime.interfaces import FollowupMessage
@@ -36,11 +37,18 @@ def delivery_json(message: FollowupMessage) -> dict[str, Any]:
 
 
 class BatchSession:
-    """One session log served request by request at virtual time."""
+    """One session log served request by request at virtual time (``split``: see
+    :class:`FileSession`)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        session_id: str | None = None,
+        split: Split | None = None,
+    ) -> None:
         self.clock = VirtualClock()
-        self.session = FileSession(path, session_id=session_id)
+        self.session = FileSession(path, session_id=session_id, split=split)
         self.tools = SessionTools(self.session, self.clock)
         self.faulted = False
         self._cursor = FoldCursor()  # each tick folds only what was appended since the last
