@@ -4,6 +4,9 @@
 Every clock sample taken while serving a request equals that request's ``now``; the agent is
 always idle; tool calls never deliver (their re-drive requests are dropped) and deliveries
 happen only on :meth:`BatchSession.tick`. A fault of the owner lasts for the life of the object.
+
+The delivery step (:mod:`schedlog.runtime.delivery`) is imported by the first tick: a batch's
+first answer is often a tool call on a session just opened.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from schedlog.eventlog.followups import Member
 from schedlog.fold.incremental import FoldCursor
 from schedlog.invariant.fastcheck import Split
 from schedlog.runtime.clock import VirtualClock
-from schedlog.runtime.delivery import FAULTED, drive_pass
 from schedlog.runtime.interfaces import FollowupMessage
 from schedlog.runtime.session_file import FileSession
 from schedlog.runtime.tools import SessionTools, ToolValue
@@ -71,6 +73,8 @@ class BatchSession:
 
     def tick(self, now: int) -> list[dict[str, Any]]:
         """Drive at ``now`` until nothing is due; the follow-ups sent, in order."""
+        from schedlog.runtime.delivery import FAULTED, drive_pass
+
         self._at(now)
         if self.faulted:
             log.warning(
