@@ -31,14 +31,15 @@ split.
 
 The session open keeps every line it checked (``keep``); with a ``split`` it also gives a
 :class:`KeepTail`, which keeps the tail's lines in the child and hands them to the parent with
-the tail's fold. The tail's bytes are read by the parent before the child starts, so the lines
-the parent keeps are the very bytes the child checked (docs/decisions.md, "The session open:
-the second half in a child process").
+the tail's fold. The child reads the tail's bytes into memory it shares with the parent, which
+cuts the lines it keeps out of those very bytes once the child is done (docs/decisions.md,
+"The session open: the second half in a child process").
 """
 
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import stat
 from collections.abc import Callable
@@ -102,7 +103,7 @@ class KeepTail(Protocol):
         result (the parent then folds the tail itself, keeping as it goes)."""
         ...
 
-    def unpack(self, packed: memoryview, tail: bytes) -> bool:
+    def unpack(self, packed: memoryview, tail: mmap.mmap) -> bool:
         """Keep the lines ``packed`` describes, cut out of ``tail`` (the bytes from the
         split on); False when ``packed`` is not what :meth:`pack` gives."""
         ...
@@ -289,8 +290,9 @@ def _check(
 
 class _Tail:
     """The second part of a split log, checked and folded by ``split``'s work from
-    ``middle`` on; with ``keep_tail``, its bytes read here first (the work checks those very
-    bytes) and its lines kept with its result."""
+    ``middle`` on; with ``keep_tail``, its lines kept with its result, cut out of the very
+    bytes the work checked: the work reads them into memory shared with this process
+    (:func:`_fill`), which only reads them once the work is done."""
 
     def __init__(
         self,
@@ -302,12 +304,14 @@ class _Tail:
         keep_tail: KeepTail | None,
     ) -> None:
         self.keep_tail = keep_tail
-        self.rest = b""
         if keep_tail is None:
             work = partial(_tail_work, _reader_at(stream, middle), size, whole)
         else:
-            self.rest = _rest_of(stream, middle)
-            work = partial(_tail_work, io.BytesIO(self.rest).read, size, whole, keep_tail)
+            source = stream.getvalue() if isinstance(stream, io.BytesIO) else stream.fileno()
+            end = len(source) if isinstance(source, bytes) else os.fstat(source).st_size
+            # one byte more than is there: a log that grew meanwhile fills it, and is not taken
+            self.rest = mmap.mmap(-1, max(end - middle, 0) + 1)
+            work = partial(_kept_tail_work, source, middle, self.rest, size, whole, keep_tail)
         self.wait = split(work)
 
     def join(self, fold: ChunkFold) -> tuple[bytes, int] | None:
@@ -326,18 +330,42 @@ class _Tail:
         return joined
 
 
-def _rest_of(stream: BinaryIO, start: int) -> bytes:
-    """The bytes of ``stream`` from ``start`` to its end, its position left alone."""
-    if isinstance(stream, io.BytesIO):
-        return stream.getvalue()[start:]
-    fd = stream.fileno()
-    parts = []
-    offset = start
-    room = max(os.fstat(fd).st_size - start, 0) + 1  # one more: the first read ends at its end
-    while part := os.pread(fd, room, offset):
-        parts.append(part)
-        offset += len(part)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+def _kept_tail_work(
+    source: int | bytes,
+    start: int,
+    rest: mmap.mmap,
+    size: int,
+    whole: bool,
+    keep_tail: KeepTail,
+) -> bytes:
+    """:func:`_tail_work` of the bytes of ``source`` (a file descriptor, or a log in memory)
+    from ``start`` on, read into ``rest`` first; nothing when they do not fit (the log grew)."""
+    got = _fill(rest, source, start)
+    if got is None:
+        return b""
+
+    def read(count: int) -> bytes:
+        return rest.read(min(count, got - rest.tell()))
+
+    return _tail_work(read, size, whole, keep_tail)
+
+
+def _fill(rest: mmap.mmap, source: int | bytes, start: int) -> int | None:
+    """Read the bytes of ``source`` from ``start`` on into ``rest``: how many, or None when
+    there are as many as it holds (or more). Its position is left at its start."""
+    view = memoryview(rest)
+    try:
+        if isinstance(source, bytes):
+            part = source[start : start + len(rest)]
+            view[: len(part)] = part
+            got = len(part)
+        else:
+            got = 0
+            while got < len(rest) and (count := os.preadv(source, [view[got:]], start + got)):
+                got += count
+    finally:
+        view.release()
+    return None if got >= len(rest) else got
 
 
 class _TooLong(Exception):

@@ -193,22 +193,44 @@ def test_chosen_tails_agree(tmp_path: Path, tail: bytes, split: Split) -> None:
     _agree(tmp_path / "log.jsonl", HEAD + CREATE + b"\n" + CHAT * 2 + tail, split, 3)
 
 
-def test_the_tails_lines_are_the_bytes_it_checked(tmp_path: Path) -> None:
-    # The tail's bytes are read before its work starts: a file rewritten in place meanwhile
-    # (no writer does so) still opens as the log that was checked, never as a mix.
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_the_tails_lines_are_the_bytes_it_checked(tmp_path: Path, when: str) -> None:
+    # The tail's work reads its bytes into memory shared with the head, which keeps the lines
+    # it cuts out of them: a file rewritten in place (no writer does so) before the work reads
+    # it opens as the bytes each part read, and after, as the bytes the work checked; never
+    # with lines that were not checked.
     path = tmp_path / "log.jsonl"
     data = HEAD + CREATE + b"\n" + CHAT * 6
-    other = CHAT.replace(b"<&>", b"<x>")
+    other = data.replace(CHAT, CHAT.replace(b"<&>", b"<x>"))
     path.write_bytes(data)
 
     def rewriting(work: Work) -> Callable[[], bytes | None]:
-        path.write_bytes(data.replace(CHAT, other))
-        return now(work)
+        if when == "before":
+            path.write_bytes(other)
+        result = work()
+        path.write_bytes(other)
+        return lambda: result
 
     got, joins = _open(path, rewriting, 3)
-    path.write_bytes(data)
+    middle = len(HEAD + CREATE + b"\n" + CHAT * 2)
+    path.write_bytes(data[:middle] + other[middle:] if when == "before" else data)
     assert joins == [True] and got == _reference(path)
-    assert [e.raw for e in got[0].events][-1] == CHAT
+    assert [e.raw for e in got[0].events][-1] == path.read_bytes()[-len(CHAT) :]
+
+
+def test_a_log_that_grew_before_the_tail_read_it_is_read_by_the_head(tmp_path: Path) -> None:
+    # The tail's room is sized when it starts; a log that grew since would not fit: the tail
+    # gives nothing and the head reads the rest itself, the new lines too.
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(HEAD + CREATE + b"\n" + CHAT * 6)
+
+    def growing(work: Work) -> Callable[[], bytes | None]:
+        with path.open("ab") as log:
+            log.write(CHAT * 2)
+        return now(work)
+
+    got, joins = _open(path, growing, 3)
+    assert joins == [] and got == _reference(path) and len(got[0].events) == 9
 
 
 def test_lines_kept_without_their_tail_are_never_split(
