@@ -31,15 +31,14 @@ split.
 
 The session open keeps every line it checked (``keep``); with a ``split`` it also gives a
 :class:`KeepTail`, which keeps the tail's lines in the child and hands them to the parent with
-the tail's fold. The child reads the tail's bytes into memory it shares with the parent, which
-cuts the lines it keeps out of those very bytes once the child is done (docs/decisions.md,
-"The session open: the second half in a child process").
+the tail's fold. The tail's bytes are read by the parent before the child starts, so the lines
+the parent keeps are the very bytes the child checked (docs/decisions.md, "The session open:
+the second half in a child process").
 """
 
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import stat
 from collections.abc import Callable
@@ -73,9 +72,6 @@ Split = Callable[[Callable[[], bytes]], Callable[[], "bytes | None"]]
 #: A log at least this long is folded in two parts when a ``split`` is given.
 _MIN_SPLIT: Final = 1 << 23
 _SPLIT_LOOK: Final = 1 << 14
-#: Where a log whose lines are all kept is split, in thousandths of its events: the tail's
-#: process also packs its lines, and the head's unpacks them once it has the tail's result.
-_KEPT_HEAD: Final = 540
 #: A kept tail's fold result travels as its length (this many bytes, little-endian), the
 #: result, then the tail's kept lines as :meth:`KeepTail.pack` gave them.
 _FRAME: Final = 8
@@ -103,7 +99,7 @@ class KeepTail(Protocol):
         result (the parent then folds the tail itself, keeping as it goes)."""
         ...
 
-    def unpack(self, packed: memoryview, tail: mmap.mmap) -> bool:
+    def unpack(self, packed: memoryview, tail: bytes) -> bool:
         """Keep the lines ``packed`` describes, cut out of ``tail`` (the bytes from the
         split on); False when ``packed`` is not what :meth:`pack` gives."""
         ...
@@ -242,10 +238,8 @@ def _check(
     body = buf[header_size:]
     tail: _Tail | None = None
     middle = None  # a split log with every line kept: only with ``keep_tail``
-    if split is not None and keep is None:
+    if split is not None and (keep is None or keep_tail is not None):
         middle = _middle(stream, header_size, min_split)
-    elif split is not None and keep_tail is not None:
-        middle = _middle(stream, header_size, min_split, _KEPT_HEAD)
     try:
         if middle is not None:
             assert split is not None
@@ -290,9 +284,8 @@ def _check(
 
 class _Tail:
     """The second part of a split log, checked and folded by ``split``'s work from
-    ``middle`` on; with ``keep_tail``, its lines kept with its result, cut out of the very
-    bytes the work checked: the work reads them into memory shared with this process
-    (:func:`_fill`), which only reads them once the work is done."""
+    ``middle`` on; with ``keep_tail``, its bytes read here first (the work checks those very
+    bytes) and its lines kept with its result."""
 
     def __init__(
         self,
@@ -304,14 +297,12 @@ class _Tail:
         keep_tail: KeepTail | None,
     ) -> None:
         self.keep_tail = keep_tail
+        self.rest = b""
         if keep_tail is None:
             work = partial(_tail_work, _reader_at(stream, middle), size, whole)
         else:
-            source = stream.getvalue() if isinstance(stream, io.BytesIO) else stream.fileno()
-            end = len(source) if isinstance(source, bytes) else os.fstat(source).st_size
-            # one byte more than is there: a log that grew meanwhile fills it, and is not taken
-            self.rest = mmap.mmap(-1, max(end - middle, 0) + 1)
-            work = partial(_kept_tail_work, source, middle, self.rest, size, whole, keep_tail)
+            self.rest = _rest_of(stream, middle)
+            work = partial(_tail_work, io.BytesIO(self.rest).read, size, whole, keep_tail)
         self.wait = split(work)
 
     def join(self, fold: ChunkFold) -> tuple[bytes, int] | None:
@@ -330,42 +321,18 @@ class _Tail:
         return joined
 
 
-def _kept_tail_work(
-    source: int | bytes,
-    start: int,
-    rest: mmap.mmap,
-    size: int,
-    whole: bool,
-    keep_tail: KeepTail,
-) -> bytes:
-    """:func:`_tail_work` of the bytes of ``source`` (a file descriptor, or a log in memory)
-    from ``start`` on, read into ``rest`` first; nothing when they do not fit (the log grew)."""
-    got = _fill(rest, source, start)
-    if got is None:
-        return b""
-
-    def read(count: int) -> bytes:
-        return rest.read(min(count, got - rest.tell()))
-
-    return _tail_work(read, size, whole, keep_tail)
-
-
-def _fill(rest: mmap.mmap, source: int | bytes, start: int) -> int | None:
-    """Read the bytes of ``source`` from ``start`` on into ``rest``: how many, or None when
-    there are as many as it holds (or more). Its position is left at its start."""
-    view = memoryview(rest)
-    try:
-        if isinstance(source, bytes):
-            part = source[start : start + len(rest)]
-            view[: len(part)] = part
-            got = len(part)
-        else:
-            got = 0
-            while got < len(rest) and (count := os.preadv(source, [view[got:]], start + got)):
-                got += count
-    finally:
-        view.release()
-    return None if got >= len(rest) else got
+def _rest_of(stream: BinaryIO, start: int) -> bytes:
+    """The bytes of ``stream`` from ``start`` to its end, its position left alone."""
+    if isinstance(stream, io.BytesIO):
+        return stream.getvalue()[start:]
+    fd = stream.fileno()
+    parts = []
+    offset = start
+    room = max(os.fstat(fd).st_size - start, 0) + 1  # one more: the first read ends at its end
+    while part := os.pread(fd, room, offset):
+        parts.append(part)
+        offset += len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class _TooLong(Exception):
@@ -396,20 +363,19 @@ def _fold_stream(
             return carry, complete
 
 
-def _middle(stream: BinaryIO, start: int, min_split: int, head: int = 500) -> int | None:
+def _middle(stream: BinaryIO, start: int, min_split: int) -> int | None:
     """Where a log whose events start at ``start`` is split in two: just after the first line
-    end past ``head`` thousandths of its events (the middle by default); None for a short log
-    or a long line there. The stream's position is left as it was."""
+    end past the middle of its events; None for a short log or a long line there. The stream's
+    position is left as it was."""
     position = stream.tell()
     try:
         end = stream.seek(0, os.SEEK_END)
         if end - start < max(min_split, 2):
             return None
-        share = (end - start) * head // 1000
-        middle = stream.seek(start + share)
+        middle = stream.seek(start + (end - start) // 2)
         while (piece := stream.read(_SPLIT_LOOK)) and (newline := piece.find(b"\n")) < 0:
             middle += len(piece)
-            if middle - start - share > _MAX_RAW:
+            if middle - start - (end - start) // 2 > _MAX_RAW:
                 return None
         if not piece or middle + newline + 1 >= end:
             return None

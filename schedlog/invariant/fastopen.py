@@ -40,7 +40,6 @@ random, mutated and broken logs.
 
 from __future__ import annotations
 
-import mmap
 import os
 from array import array
 from bisect import bisect_right
@@ -158,7 +157,7 @@ class KeptLines(list[Kept]):
         kinds = bytes(map(index.__getitem__, kept.kinds))
         return _encode_packed((table, kinds, kept.sizes, kept.ends))
 
-    def unpack(self, packed: memoryview, tail: mmap.mmap) -> bool:
+    def unpack(self, packed: memoryview, tail: bytes) -> bool:
         """Keep the tail's lines :meth:`pack` described, cut out of ``tail`` (its bytes)."""
         try:
             table, kinds, sizes, packed_ends = _decode_packed(packed)
@@ -230,7 +229,7 @@ class KeptRows(Sequence[bytes]):
 
     def __init__(self) -> None:
         self._firsts: list[int] = []  # the index of each chunk's first line
-        self._chunks: list[bytes | mmap.mmap | list[bytes]] = []
+        self._chunks: list[bytes | list[bytes]] = []
         # a chunk's line ends ([] for a list of lines), from where its first line starts
         self._ends: list[list[int] | array[int]] = []
         self._starts: list[int] = []  # where a chunk's first line starts in its bytes
@@ -245,9 +244,7 @@ class KeptRows(Sequence[bytes]):
             self._starts.append(0)
             self._count += len(rows)
 
-    def add_chunk(
-        self, body: bytes | mmap.mmap, ends: list[int] | array[int], start: int = 0
-    ) -> None:
+    def add_chunk(self, body: bytes, ends: list[int] | array[int], start: int = 0) -> None:
         """Keep lines of ``body``: the first starts at ``start``, and each ends at the next of
         ``ends`` (counted from ``start``); the bytes around them are none of them."""
         self._firsts.append(self._count)
@@ -278,11 +275,11 @@ class KeptRows(Sequence[bytes]):
         number = bisect_right(self._firsts, index) - 1
         chunk = self._chunks[number]
         line = index - self._firsts[number]
-        if isinstance(chunk, list):
-            return chunk[line]
-        ends = self._ends[number]
-        start = self._starts[number]
-        return chunk[start + ends[line - 1] if line else start : start + ends[line]]
+        if isinstance(chunk, bytes):
+            ends = self._ends[number]
+            start = self._starts[number]
+            return chunk[start + ends[line - 1] if line else start : start + ends[line]]
+        return chunk[line]
 
 
 def _with_events(contents: LogContents, kept: KeptLines) -> LogContents | None:

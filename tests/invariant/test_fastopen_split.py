@@ -76,8 +76,8 @@ WRONG_PACKS: dict[str, Split] = {
 
 def _open(path: Path, split: Split | None, after_line: int | None) -> tuple[Any, list[bool]]:
     """``read_for_open`` with the log split after the header and ``after_line`` events (None:
-    where the open splits it, past ``_KEPT_HEAD``), any log long enough; and whether each join
-    used the tail's result."""
+    where the open splits it, the middle), any log long enough; and whether each join used the
+    tail's result."""
     data = path.read_bytes()
     ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
     joins: list[bool] = []
@@ -88,10 +88,9 @@ def _open(path: Path, split: Split | None, after_line: int | None) -> tuple[Any,
         joins.append(joined is not None)
         return joined
 
-    def middle(stream: Any, start: int, min_split: int, head: int = 500) -> int | None:
-        assert head == fastcheck._KEPT_HEAD
+    def middle(stream: Any, start: int, min_split: int) -> int | None:
         if after_line is None:
-            return real_middle(stream, start, 0, head)
+            return real_middle(stream, start, 0)
         if after_line >= len(ends) - 1:  # the tail needs a line end of its own
             return None
         return ends[after_line] if ends[after_line] > start else None
@@ -195,10 +194,9 @@ def test_chosen_tails_agree(tmp_path: Path, tail: bytes, split: Split) -> None:
 
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_the_tails_lines_are_the_bytes_it_checked(tmp_path: Path, when: str) -> None:
-    # The tail's work reads its bytes into memory shared with the head, which keeps the lines
-    # it cuts out of them: a file rewritten in place (no writer does so) before the work reads
-    # it opens as the bytes each part read, and after, as the bytes the work checked; never
-    # with lines that were not checked.
+    # The tail's bytes are read before its work starts, and its work checks those very bytes:
+    # a file rewritten in place (no writer does so) before or after the work ran still opens
+    # as the log that was checked, never with lines that were not checked.
     path = tmp_path / "log.jsonl"
     data = HEAD + CREATE + b"\n" + CHAT * 6
     other = data.replace(CHAT, CHAT.replace(b"<&>", b"<x>"))
@@ -212,17 +210,17 @@ def test_the_tails_lines_are_the_bytes_it_checked(tmp_path: Path, when: str) -> 
         return lambda: result
 
     got, joins = _open(path, rewriting, 3)
-    middle = len(HEAD + CREATE + b"\n" + CHAT * 2)
-    path.write_bytes(data[:middle] + other[middle:] if when == "before" else data)
+    path.write_bytes(data)
     assert joins == [True] and got == _reference(path)
-    assert [e.raw for e in got[0].events][-1] == path.read_bytes()[-len(CHAT) :]
+    assert [e.raw for e in got[0].events][-1] == CHAT
 
 
-def test_a_log_that_grew_before_the_tail_read_it_is_read_by_the_head(tmp_path: Path) -> None:
-    # The tail's room is sized when it starts; a log that grew since would not fit: the tail
-    # gives nothing and the head reads the rest itself, the new lines too.
+def test_a_log_that_grows_meanwhile_opens_as_it_was_read(tmp_path: Path) -> None:
+    # The tail's bytes are all those there when the split starts: lines appended after are
+    # not the open's (a later read sees them), and none is cut.
     path = tmp_path / "log.jsonl"
-    path.write_bytes(HEAD + CREATE + b"\n" + CHAT * 6)
+    data = HEAD + CREATE + b"\n" + CHAT * 6
+    path.write_bytes(data)
 
     def growing(work: Work) -> Callable[[], bytes | None]:
         with path.open("ab") as log:
@@ -230,7 +228,8 @@ def test_a_log_that_grew_before_the_tail_read_it_is_read_by_the_head(tmp_path: P
         return now(work)
 
     got, joins = _open(path, growing, 3)
-    assert joins == [] and got == _reference(path) and len(got[0].events) == 9
+    path.write_bytes(data)
+    assert joins == [True] and got == _reference(path) and len(got[0].events) == 7
 
 
 def test_lines_kept_without_their_tail_are_never_split(
