@@ -16,8 +16,8 @@ reference is :func:`schedlog.eventlog.reader.read_log` (events kept) followed by
   are exactly its envelopes, proven by its bytes
   (:func:`~schedlog.invariant.chunk_lines.whole_envelopes`), so none is decoded again;
 * the events are built on first use (:class:`~schedlog.eventlog.line_events.LineEvents`, from
-  each line kept and its type): the open builds none but those the engine looks at (the
-  follow-ups, for their delivered members), and each event keeps the text of its ``data`` (a
+  each line kept and its type): the open builds none (the appender finds its delivered
+  members when first asked for), and each event keeps the text of its ``data`` (a
   ``msgspec.Raw`` into its own ``raw`` line) and decodes it on first use
   (:class:`~schedlog.eventlog.events.LogEvent`). A line the check proved valid decodes to the
   values the reference's decoder gives (``msgspec`` for the lines it re-encodes exactly,
