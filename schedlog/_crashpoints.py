@@ -15,7 +15,6 @@ by a test harness after the import.
 from __future__ import annotations
 
 import os
-import signal
 from typing import Final
 
 __all__ = ["ENV", "NAMES", "arm", "crashpoint", "crashpoints_armed"]
@@ -93,6 +92,8 @@ def crashpoint(name: str, fd: int | None = None, data: bytes = b"") -> None:
         return
     if fd is not None:
         os.write(fd, data[: len(data) // 2])
+    import signal  # only a crash needs it; every process that appends imports this module
+
     os.kill(os.getpid(), signal.SIGKILL)
     os._exit(137)  # pragma: no cover - SIGKILL does not return
 

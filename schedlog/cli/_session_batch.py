@@ -4,12 +4,17 @@
 command runs. Opening the session is most of a short batch (docs/decisions.md, "Opening a
 session: no structlog until a line is logged"): nothing here imports asyncio, the live engine
 or ``structlog`` (imported when a diagnostic line is first logged).
+
+On a machine with a second core, the open checks a long log's second half in a child process,
+as ``replay`` does (:func:`_fork_split`; docs/decisions.md, "The session open: the second half
+in a child process"): the first answer still waits for the whole log's check.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from schedlog.cli.common import configure_diagnostics, parse_request_instant, require, run_batch
@@ -48,9 +53,22 @@ def session_batch_handlers(session: BatchSession) -> dict[str, Any]:
     }
 
 
+def _fork_split(work: Callable[[], bytes]) -> Callable[[], bytes | None]:
+    """:func:`schedlog.cli._split.fork_split` on a machine with a second core (imported when a
+    log is long enough to split); elsewhere no result, and the open checks the rest itself."""
+    from schedlog.cli._split import fork_split, split_available
+
+    return fork_split(work) if split_available() else _no_result
+
+
+def _no_result() -> None:
+    return None
+
+
 def batch_main(args: argparse.Namespace) -> int:
     configure_diagnostics(on_first_use=True)  # no structlog until a line is logged
-    session = BatchSession(args.log, session_id=args.session_id)
+    # session batch runs no threads, so the open may fork (schedlog.cli._split)
+    session = BatchSession(args.log, session_id=args.session_id, split=_fork_split)
     try:
         run_batch(sys.stdin, session_batch_handlers(session))
     finally:

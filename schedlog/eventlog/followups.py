@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from itertools import compress, islice
 from operator import attrgetter
@@ -75,6 +74,8 @@ def message_id(session_id: str, members: Iterable[Member | tuple[str, int | str]
 
     ``members`` are in framing order; an occurrence is epoch ms or a canonical instant string.
     """
+    import hashlib  # loads OpenSSL: only when a message id is made, not to read a log
+
     key = js_dumps({"sessionId": session_id, "reminders": [_member(m).to_json() for m in members]})
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
     return "schedule-message-" + digest[:32]

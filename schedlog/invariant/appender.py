@@ -39,6 +39,7 @@ from schedlog.files import fsync_directory, write_all
 from schedlog.fold.replay import apply_event
 from schedlog.fold.state import FoldState
 from schedlog.invariant.checker import check
+from schedlog.invariant.fastcheck import Split
 from schedlog.invariant.fastopen import read_for_open_fd
 from schedlog.invariant.log_open import open_log_file
 from schedlog.strictjson import JSONSyntaxError, loads_strict
@@ -57,6 +58,14 @@ def _truncate_torn_tail(fd: int, name: str, contents: LogContents) -> None:
         bytes=len(contents.torn_tail),
         message=f"schedule: truncated {len(contents.torn_tail)} bytes of torn tail in {name}",
     )
+
+
+def _add_members(delivered: dict[Member, str], event: LogEvent) -> None:
+    """The members of the follow-up ``event``, when well formed, delivered by its message."""
+    followup = parse_followup(event.data)
+    if followup is not None:
+        for member in followup.reminders:
+            delivered.setdefault(member, followup.message_id)
 
 
 def _header_of(fd: int, contents: LogContents, session_id: str | None) -> tuple[Header, int]:
@@ -81,7 +90,8 @@ class LogAppender:
       unknown, so ``schedule/change`` appends are refused;
     * ``event_count``: the number of events (the next append gets this index);
     * ``delivered``: members already delivered in the owned suffix -> messageId
-    (docs/protocol.md#message-ids);
+    (docs/protocol.md#message-ids), found in the events read at open when first asked for
+    (``session batch`` never asks; the host does);
     * ``events_at_open``: the events read when the log was opened (the header excluded).
     """
 
@@ -93,7 +103,7 @@ class LogAppender:
         header: Header,
         state: FoldState,
         event_count: int,
-        delivered: dict[Member, str],
+        delivered: dict[Member, str] | None,
         size: int,
         created: bool,
         schedule_folded: bool = True,
@@ -107,7 +117,10 @@ class LogAppender:
         self.state = state
         self.schedule_folded = schedule_folded
         self.event_count = event_count
+        # None until first asked for: then found in ``events`` (the owned suffix), and the
+        # follow-ups written or read in since (``_later``) added.
         self._delivered = delivered
+        self._later: list[LogEvent] = []
         self._fd: int | None = fd
         self._size = size
         self._synced_size: int | None = None  # the length the last fsync that succeeded covered
@@ -124,6 +137,7 @@ class LogAppender:
         session_id: str | None = None,
         fold_schedule: bool = True,
         dir_fd: int | None = None,
+        split: Split | None = None,
     ) -> LogAppender:
         """Open (creating if missing) the log at ``path`` for append.
 
@@ -145,6 +159,10 @@ class LogAppender:
         log that is not a regular file raises
         :class:`~schedlog.invariant.log_open.UnsafeLogError` (``session_log_not_regular``), and
         the file is left alone.
+
+        ``split`` (the CLI's ``session batch`` only: a library open never forks) checks a long
+        log's second half in another process (:func:`schedlog.invariant.fastopen.read_for_open`);
+        the open is the same, and returns once the whole log is checked.
         """
         name = os.fspath(path)
         entry = os.path.basename(name) if dir_fd is not None else name
@@ -152,7 +170,7 @@ class LogAppender:
         try:
             # The read and fold by the fast path when it is sure (schedlog.invariant.fastopen),
             # through the descriptor opened safely above.
-            contents, folded = read_for_open_fd(fd, name, fold=fold_schedule)
+            contents, folded = read_for_open_fd(fd, name, fold=fold_schedule, split=split)
             if fold_schedule:
                 state = folded
             else:
@@ -162,8 +180,6 @@ class LogAppender:
             if contents.torn_tail:
                 _truncate_torn_tail(fd, name, contents)
             header, log_size = _header_of(fd, contents, session_id)
-            seed = header.seed_length
-            delivered = delivered_members(contents.events, seed_length=seed)
         except BaseException:
             os.close(fd)
             if created:  # leave no trace of a log that never got its header
@@ -175,7 +191,7 @@ class LogAppender:
             header=header,
             state=state,
             event_count=len(contents.events),
-            delivered=delivered,
+            delivered=None,  # found in the events when first asked for
             size=log_size,
             created=created,
             schedule_folded=fold_schedule,
@@ -187,7 +203,26 @@ class LogAppender:
 
     @property
     def delivered(self) -> Mapping[Member, str]:
-        return self._delivered
+        return self._delivered_now()
+
+    def _delivered_now(self) -> dict[Member, str]:
+        """:attr:`delivered`, found now if it was not yet: the owned suffix's follow-ups read
+        at open, then those written or read in since, in order."""
+        delivered = self._delivered
+        if delivered is None:
+            seed = self.header.seed_length
+            delivered = delivered_members(self.events_at_open, seed_length=seed)
+            for event in self._later:
+                _add_members(delivered, event)
+            self._delivered, self._later = delivered, []
+        return delivered
+
+    def _followup_in(self, event: LogEvent) -> None:
+        """A follow-up written or read in after the open: its members are delivered."""
+        if self._delivered is None:
+            self._later.append(event)
+        else:
+            _add_members(self._delivered, event)
 
     def append(self, event: Mapping[str, Any]) -> LogEvent:
         """Append one event object as a compact line; returns it as read back.
@@ -267,10 +302,7 @@ class LogAppender:
         """Count a written event; a follow-up's members are delivered now."""
         self.event_count += 1
         if logged.type == FOLLOWUP_TYPE:
-            followup = parse_followup(logged.data)
-            if followup is not None:
-                for member in followup.reminders:
-                    self._delivered.setdefault(member, followup.message_id)
+            self._followup_in(logged)
 
     def catch_up(self) -> list[LogEvent] | None:
         """The events another writer appended since this log last wrote or looked, seen by the
@@ -320,10 +352,7 @@ class LogAppender:
         self.state, self.event_count, self._size = state, index, offset
         for event in events:
             if event.type == FOLLOWUP_TYPE:
-                followup = parse_followup(event.data)
-                if followup is not None:
-                    for member in followup.reminders:
-                        self._delivered.setdefault(member, followup.message_id)
+                self._followup_in(event)
         return events
 
     def append_change(self, change: Change) -> LogEvent:

@@ -28,6 +28,12 @@ part's fold). When the tail gives no result, or the first part does not reach
 ``seedLength``, the first part's fold reads the rest itself.
 ``tests/invariant/test_fastcheck_split.py`` proves the result the same wherever the log is
 split.
+
+The session open keeps every line it checked (``keep``); with a ``split`` it also gives a
+:class:`KeepTail`, which keeps the tail's lines in the child and hands them to the parent with
+the tail's fold. The tail's bytes are read by the parent before the child starts, so the lines
+the parent keeps are the very bytes the child checked (docs/decisions.md, "The session open:
+the second half in a child process").
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import os
 import stat
 from collections.abc import Callable
 from functools import partial
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, Protocol
 
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.header import Header
@@ -46,7 +52,15 @@ from schedlog.fold.state import FoldState
 from schedlog.invariant.chunk_fold import ChunkFold
 from schedlog.invariant.chunk_lines import Invalid, Kept, single_line_tag
 
-__all__ = ["Kept", "Split", "fast_check", "fast_check_bytes", "fast_check_fd", "single_line_tag"]
+__all__ = [
+    "KeepTail",
+    "Kept",
+    "Split",
+    "fast_check",
+    "fast_check_bytes",
+    "fast_check_fd",
+    "single_line_tag",
+]
 
 _CHUNK: Final = 1 << 18
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
@@ -58,12 +72,37 @@ Split = Callable[[Callable[[], bytes]], Callable[[], "bytes | None"]]
 #: A log at least this long is folded in two parts when a ``split`` is given.
 _MIN_SPLIT: Final = 1 << 23
 _SPLIT_LOOK: Final = 1 << 14
+#: A kept tail's fold result travels as its length (this many bytes, little-endian), the
+#: result, then the tail's kept lines as :meth:`KeepTail.pack` gave them.
+_FRAME: Final = 8
 #: The event types of the logs this process checked so far (a process checking many small
 #: logs, ``validate DIR``, then takes each log's first chunk in one pass: docs/decisions.md,
 #: "Many small logs: the first chunk in one pass"). Only a guess: a line of another type sends
 #: its chunk to the two-pass check, and the result is the same either way.
 _KINDS_SEEN: Final[list[frozenset[str]]] = [frozenset()]
 _MAX_KINDS_SEEN: Final = 32
+
+
+class KeepTail(Protocol):
+    """How the lines of a split log's second part (the tail) are kept, for a ``keep`` that
+    must hold every line (the session open's
+    :class:`~schedlog.invariant.fastopen.KeptLines`): the tail's work keeps them in the list
+    :meth:`collect` gives and sends :meth:`pack` of it with its fold; once the tail is joined,
+    :meth:`unpack` keeps them from the tail's bytes (the same bytes the tail checked)."""
+
+    def collect(self) -> list[Kept]:
+        """An empty ``keep`` for the tail's fold (in the tail's process)."""
+        ...
+
+    def pack(self, kept: list[Kept]) -> bytes | None:
+        """What the parent needs of the tail's kept lines, or None when the tail gives no
+        result (the parent then folds the tail itself, keeping as it goes)."""
+        ...
+
+    def unpack(self, packed: memoryview, tail: bytes) -> bool:
+        """Keep the lines ``packed`` describes, cut out of ``tail`` (the bytes from the
+        split on); False when ``packed`` is not what :meth:`pack` gives."""
+        ...
 
 
 def _remember_kinds(kinds: frozenset[str]) -> None:
@@ -131,14 +170,22 @@ def _small_log(fd: int) -> bytes | None:
 
 
 def fast_check_fd(
-    fd: int, name: str, *, split: Split | None = None, keep: list[Kept] | None = None
+    fd: int,
+    name: str,
+    *,
+    split: Split | None = None,
+    keep: list[Kept] | None = None,
+    keep_tail: KeepTail | None = None,
 ) -> tuple[LogContents, FoldState] | None:
     """:func:`fast_check` of the open file ``fd`` (named ``name`` in messages), read from its
     start through that descriptor; the descriptor stays open. With ``keep`` (an empty list),
-    the lines are kept there, a :data:`Kept` a chunk, when the result is not None."""
+    the lines are kept there, a :data:`Kept` a chunk, when the result is not None; a log is
+    then split only with ``keep_tail``, which keeps the tail's lines."""
     os.lseek(fd, 0, os.SEEK_SET)
     with open(fd, "rb", closefd=False) as stream:
-        return _check(stream, name, _CHUNK, split, _MIN_SPLIT, keep, whole=True)
+        return _check(
+            stream, name, _CHUNK, split, _MIN_SPLIT, keep, whole=True, keep_tail=keep_tail
+        )
 
 
 def fast_check_bytes(
@@ -151,11 +198,13 @@ def fast_check_bytes(
     keep: list[Kept] | None = None,
     rendered: list[bytes] | None = None,
     whole: bool = True,
+    keep_tail: KeepTail | None = None,
 ) -> tuple[LogContents, FoldState] | None:
     """:func:`fast_check` of a log in memory, read ``chunk`` bytes at a time (for tests); its
     chunks are first tried in one call (``ChunkFold.whole``) unless ``whole`` is false, as
     :func:`fast_check` and :func:`fast_check_fd` do."""
-    return _check(io.BytesIO(data), file, chunk, split, min_split, keep, rendered, whole)
+    stream = io.BytesIO(data)
+    return _check(stream, file, chunk, split, min_split, keep, rendered, whole, keep_tail)
 
 
 def _check(
@@ -167,6 +216,7 @@ def _check(
     keep: list[Kept] | None = None,
     rendered: list[bytes] | None = None,
     whole: bool = False,
+    keep_tail: KeepTail | None = None,
 ) -> tuple[LogContents, FoldState] | None:
     read = stream.read
     buf = read(size)
@@ -187,12 +237,14 @@ def _check(
     fold.kept = keep
     fold.whole = whole
     body = buf[header_size:]
-    tail: Callable[[], bytes | None] | None = None
-    middle = _middle(stream, header_size, min_split) if split is not None else None
+    tail: _Tail | None = None
+    middle = None  # a split log with every line kept: only with ``keep_tail``
+    if split is not None and (keep is None or keep_tail is not None):
+        middle = _middle(stream, header_size, min_split)
     try:
         if middle is not None:
             assert split is not None
-            tail = split(partial(_tail_work, _reader_at(stream, middle), size, whole))
+            tail = _Tail(stream, middle, size, whole, split, keep_tail)
             body = body[: middle - header_size]
             stream.seek(header_size + len(body))  # where the first read ended, or the middle
             read = partial(_read_until, stream, middle)
@@ -200,7 +252,7 @@ def _check(
         if tail is not None:
             assert middle is not None and not carry and complete == middle - header_size
             waiting, tail = tail, None
-            joined = fold.join(waiting())
+            joined = waiting.join(fold)
             if joined is None:  # no result: fold the second part here
                 stream.seek(middle)
                 joined = _fold_stream(fold, stream.read, size, b"")
@@ -210,7 +262,7 @@ def _check(
         return None
     finally:
         if tail is not None:
-            tail()  # the first part ended the fast path: the second's result is not needed
+            tail.wait()  # the first part ended the fast path: the second's result is not needed
     _remember_kinds(fold.kinds)
     if fold.count < fold.start:
         return None  # seedLength beyond the log: the reference reports it
@@ -228,6 +280,59 @@ def _check(
         corruption=None,
     )
     return contents, fold.state()
+
+
+class _Tail:
+    """The second part of a split log, checked and folded by ``split``'s work from
+    ``middle`` on; with ``keep_tail``, its bytes read here first (the work checks those very
+    bytes) and its lines kept with its result."""
+
+    def __init__(
+        self,
+        stream: BinaryIO,
+        middle: int,
+        size: int,
+        whole: bool,
+        split: Split,
+        keep_tail: KeepTail | None,
+    ) -> None:
+        self.keep_tail = keep_tail
+        self.rest = b""
+        if keep_tail is None:
+            work = partial(_tail_work, _reader_at(stream, middle), size, whole)
+        else:
+            self.rest = _rest_of(stream, middle)
+            work = partial(_tail_work, io.BytesIO(self.rest).read, size, whole, keep_tail)
+        self.wait = split(work)
+
+    def join(self, fold: ChunkFold) -> tuple[bytes, int] | None:
+        """Join the tail's result to ``fold`` (:meth:`ChunkFold.join`), keeping its lines
+        with ``keep_tail``; None when there is no result (the caller folds the rest)."""
+        result = self.wait()
+        keep_tail = self.keep_tail
+        if keep_tail is None:
+            return fold.join(result)
+        if not result or len(result) < _FRAME:
+            return None
+        end = _FRAME + int.from_bytes(result[:_FRAME], "little")
+        joined = fold.join(result[_FRAME:end] if end <= len(result) else None)
+        if joined is not None and not keep_tail.unpack(memoryview(result)[end:], self.rest):
+            raise Invalid  # folded, but its lines are not kept: the reference reads the log
+        return joined
+
+
+def _rest_of(stream: BinaryIO, start: int) -> bytes:
+    """The bytes of ``stream`` from ``start`` to its end, its position left alone."""
+    if isinstance(stream, io.BytesIO):
+        return stream.getvalue()[start:]
+    fd = stream.fileno()
+    parts = []
+    offset = start
+    room = max(os.fstat(fd).st_size - start, 0) + 1  # one more: the first read ends at its end
+    while part := os.pread(fd, room, offset):
+        parts.append(part)
+        offset += len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class _TooLong(Exception):
@@ -303,14 +408,27 @@ def _reader_at(stream: BinaryIO, offset: int) -> Callable[[int], bytes]:
     return read
 
 
-def _tail_work(read: Callable[[int], bytes], size: int, whole: bool = False) -> bytes:
+def _tail_work(
+    read: Callable[[int], bytes],
+    size: int,
+    whole: bool = False,
+    keep_tail: KeepTail | None = None,
+) -> bytes:
     """Check and fold what ``read`` gives, the second part of a log, as a tail (all of it
     owned, the changes of records it did not create left to :meth:`ChunkFold.join`): the encoded
-    result, or nothing when it is not sure."""
+    result, or nothing when it is not sure. With ``keep_tail``, the lines are kept, and the
+    result is framed (its length first) and followed by the kept lines packed."""
     fold = ChunkFold(0, tail=True, kinds=_KINDS_SEEN[0])
     fold.whole = whole
+    kept = fold.kept = None if keep_tail is None else keep_tail.collect()
     try:
         carry, complete = _fold_stream(fold, read, size, b"")
     except (Invalid, _TooLong):
         return b""
-    return fold.tail_result(complete, carry)
+    encoded = fold.tail_result(complete, carry)
+    if not encoded or keep_tail is None or kept is None:
+        return encoded  # no result, or nothing kept
+    packed = keep_tail.pack(kept)
+    if packed is None:
+        return b""
+    return b"".join((len(encoded).to_bytes(_FRAME, "little"), encoded, packed))

@@ -4,6 +4,9 @@
 Every clock sample taken while serving a request equals that request's ``now``; the agent is
 always idle; tool calls never deliver (their re-drive requests are dropped) and deliveries
 happen only on :meth:`BatchSession.tick`. A fault of the owner lasts for the life of the object.
+
+The delivery step (:mod:`schedlog.runtime.delivery`) is imported by the first tick: a batch's
+first answer is often a tool call on a session just opened.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from schedlog._lazy import LazyLogger
 from schedlog.diagnostics import instant_field
 from schedlog.eventlog.followups import Member
 from schedlog.fold.incremental import FoldCursor
+from schedlog.invariant.fastcheck import Split
 from schedlog.runtime.clock import VirtualClock
-from schedlog.runtime.delivery import FAULTED, drive_pass
 from schedlog.runtime.interfaces import FollowupMessage
 from schedlog.runtime.session_file import FileSession
 from schedlog.runtime.tools import SessionTools, ToolValue
@@ -36,11 +39,18 @@ def delivery_json(message: FollowupMessage) -> dict[str, Any]:
 
 
 class BatchSession:
-    """One session log served request by request at virtual time."""
+    """One session log served request by request at virtual time (``split``: see
+    :class:`FileSession`)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        session_id: str | None = None,
+        split: Split | None = None,
+    ) -> None:
         self.clock = VirtualClock()
-        self.session = FileSession(path, session_id=session_id)
+        self.session = FileSession(path, session_id=session_id, split=split)
         self.tools = SessionTools(self.session, self.clock)
         self.faulted = False
         self._cursor = FoldCursor()  # each tick folds only what was appended since the last
@@ -63,6 +73,8 @@ class BatchSession:
 
     def tick(self, now: int) -> list[dict[str, Any]]:
         """Drive at ``now`` until nothing is due; the follow-ups sent, in order."""
+        from schedlog.runtime.delivery import FAULTED, drive_pass
+
         self._at(now)
         if self.faulted:
             log.warning(

@@ -26,6 +26,7 @@ from schedlog.eventlog.line_events import LineEvents
 from schedlog.fold.incremental import FoldCursor
 from schedlog.fold.state import FoldState
 from schedlog.invariant.appender import LogAppender
+from schedlog.invariant.fastcheck import Split
 from schedlog.runtime.interfaces import FollowupMessage
 
 if TYPE_CHECKING:
@@ -62,6 +63,10 @@ class FileSession:
 
     Turns are marked by the embedder with :meth:`begin_turn` / :meth:`end_turn`; the end of a
     turn is the idle notification. Follow-ups go to :attr:`outbox` (and to ``on_followup``).
+
+    ``split`` is for a command-line edge that may fork (``session batch``): each open checks a
+    long log's second half in a child process (:meth:`LogAppender.open`); an embedder gives
+    none.
     """
 
     def __init__(
@@ -70,8 +75,10 @@ class FileSession:
         *,
         session_id: str | None = None,
         on_followup: Callable[[FollowupMessage], None] | None = None,
+        split: Split | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        self._split = split
         self._new_session_id = session_id or default_session_id(path)
         self._log: LogAppender | None = None
         self._events: list[LogEvent] | LineEvents = []
@@ -99,7 +106,7 @@ class FileSession:
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            log = LogAppender.open(self.path, session_id=self._new_session_id)
+            log = LogAppender.open(self.path, session_id=self._new_session_id, split=self._split)
         except (OSError, CorruptScheduleError, ValueError) as exc:
             self._open_error = exc
             return False
