@@ -29,6 +29,7 @@ from typing import Final
 
 import msgspec
 
+from schedlog._crashpoints import crashpoint
 from schedlog.errors import StoreOpenError
 from schedlog.host.stores.base import StoredTask
 from schedlog.host.task import InvalidTaskError, decode_task
@@ -210,6 +211,7 @@ def _fast_rows(
     low: int | None = -(2**63)
     try:
         while (low := conn.execute(_NEXT_SEQ, (low,)).fetchone()[0]) is not None:
+            crashpoint("sqlite_load.between_chunks")
             if cancel is not None and cancel.is_set():
                 raise ValidationStopped
             high = min(low + CHUNK_ROWS - 1, _MAX_SEQ)
