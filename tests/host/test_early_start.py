@@ -382,9 +382,9 @@ def test_a_crash_during_the_background_validation(tmp_path: Path) -> None:
     )
     store.close()
     env = {**os.environ, "SCHEDLOG_CRASHPOINT": "sqlite_load.between_chunks@3"}
+    command = ["host", "run", "--store", str(path), "--sessions", str(sessions)]
     proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, "host", "run", "--store", str(path)]
-        + ["--sessions", str(sessions)],
+        [sys.executable, "-c", RUNNER, *command],
         env=env,
         capture_output=True,
         timeout=120,
