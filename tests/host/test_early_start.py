@@ -331,10 +331,14 @@ def test_a_bad_row_after_the_due_rows(tmp_path: Path) -> None:
 
     async def scenario() -> int:
         clock = VirtualClock(NOW)
+        stop = asyncio.Event()
         runner = asyncio.create_task(
-            run_host(str(path), None, str(sessions), clock=clock, stop=asyncio.Event(), err=err)
+            run_host(str(path), None, str(sessions), clock=clock, stop=stop, err=err)
         )
         await clock.run_until(NOW + MINUTE)
+        done, _ = await asyncio.wait({runner}, timeout=60)  # it stops by itself
+        if not done:
+            stop.set()
         return await runner
 
     assert asyncio.run(scenario()) == 1
