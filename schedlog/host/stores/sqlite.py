@@ -495,9 +495,7 @@ class EarlyValidation:
     def _in_worker(self) -> list[TimerKey] | None:
         """The keys of every active, unpaused task as the worker process read them (its error
         raised), or None when it gave no outcome; killed when :attr:`cancel` is set."""
-        import schedlog
-
-        root = str(Path(schedlog.__file__).resolve().parent.parent)
+        root = str(Path(__file__).resolve().parents[3])  # the tree this package is in
         command = [sys.executable, "-c", WORKER_PROGRAM, root, str(self.store.path)]
         try:
             proc = subprocess.Popen(
