@@ -495,7 +495,9 @@ class EarlyValidation:
     def _in_worker(self) -> list[TimerKey] | None:
         """The keys of every active, unpaused task as the worker process read them (its error
         raised), or None when it gave no outcome; killed when :attr:`cancel` is set."""
-        root = str(Path(__file__).resolve().parents[3])  # the tree this package is in
+        import schedlog
+
+        root = str(Path(schedlog.__file__).resolve().parent.parent)
         command = [sys.executable, "-c", WORKER_PROGRAM, root, str(self.store.path)]
         try:
             proc = subprocess.Popen(
