@@ -22,7 +22,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -280,46 +279,14 @@ def test_nothing_due_or_a_crash_left_log_opens_as_before(tmp_path: Path) -> None
     store.close()
 
 
-@pytest.mark.parametrize("worker", [True, False])
-def test_the_validation_stops_when_cancelled(tmp_path: Path, worker: bool) -> None:
+def test_the_validation_stops_when_cancelled(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     _store(path, _two_due_and_more(path))
     store, validation = SqliteTaskStore.open_early(path, format_instant(NOW))
     assert validation is not None
-    validation.use_worker = worker
     validation.cancel.set()
     with pytest.raises(ValidationStopped):
         validation.run()
-    store.close()
-
-
-def test_the_chunk_loop_stops_when_cancelled(tmp_path: Path) -> None:
-    from schedlog.host.stores import sqlite_load
-
-    path = tmp_path / "s.db"
-    _store(path, _two_due_and_more(path))
-    cancel = threading.Event()
-    conn = sqlite3.connect(path)
-    cancel.set()
-    with pytest.raises(ValidationStopped):
-        sqlite_load.load_rows(conn, pausable=True, targets=[], cancel=cancel)
-    conn.close()
-
-
-def test_a_worker_being_waited_for_is_killed_when_cancelled(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "s.db"
-    _store(path, _two_due_and_more(path))
-    store, validation = SqliteTaskStore.open_early(path, format_instant(NOW))
-    assert validation is not None
-    slow = "import sys, time\ntime.sleep(60)\n"
-    monkeypatch.setattr("schedlog.host.stores.sqlite.WORKER_PROGRAM", slow)
-    threading.Timer(0.2, validation.cancel.set).start()
-    started = time.monotonic()
-    with pytest.raises(ValidationStopped):
-        validation.run()
-    assert time.monotonic() - started < 30
     store.close()
 
 
@@ -439,78 +406,3 @@ def test_a_crash_during_the_background_validation(tmp_path: Path) -> None:
         for entry in data["reminders"]
     ]
     assert sorted(delivered) == ["schedule-0", "schedule-1"]
-
-
-# --- the validation in a worker process equals the one in this process -----------------------
-
-
-def _store_of_rows(path: Path, rows: list[tuple[int, Any, Any, Any]], pausable: bool) -> bool:
-    from schedlog.host.stores.sqlite import PAUSE_MIGRATION, SCHEMA
-
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.executescript(SCHEMA + (PAUSE_MIGRATION if pausable else ""))
-        conn.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?)", rows)
-    except (UnicodeEncodeError, sqlite3.Error):
-        return False  # a lone surrogate has no UTF-8 form: no store can hold it
-    finally:
-        conn.close()
-    return True
-
-
-def _outcome(read: Any) -> Any:
-    try:
-        return read()
-    except StoreOpenError as exc:
-        return ("error", exc.code, exc.message)
-
-
-def _here(path: Path) -> list[tuple[int, int, str]]:
-    from schedlog.host.stores.sqlite_validate import validate_live
-
-    keys: list[tuple[int, int, str]] = []
-    validate_live(path, keys)
-    return keys
-
-
-@settings(max_examples=40, deadline=None)
-@given(rows=st.one_of(row_lists(), spelled_rows()), pausable=st.booleans())
-def test_the_worker_outcome_equals_this_process(
-    tmp_path_factory: pytest.TempPathFactory, rows: Any, pausable: bool
-) -> None:
-    from schedlog.host.stores.sqlite_worker import read_result, validate_to
-
-    path = tmp_path_factory.mktemp("worker") / "s.db"
-    if not _store_of_rows(path, rows, pausable):
-        return
-    assert _outcome(lambda: read_result(validate_to(path))) == _outcome(lambda: _here(path))
-
-
-@pytest.mark.parametrize("bad", [None, "schedule-20"])
-def test_the_worker_process_gives_the_same_outcome(tmp_path: Path, bad: str | None) -> None:
-    path = tmp_path / "s.db"
-    tasks = _two_due_and_more(path)
-    _store(path, tasks, {} if bad is None else {bad: _bad_body(tasks[20])})
-    store, validation = SqliteTaskStore.open_early(path, format_instant(NOW))
-    assert validation is not None
-    worker = _outcome(validation._in_worker)
-    assert worker is not None  # the worker gave an outcome
-    assert worker == _outcome(lambda: _here(path))
-    validation.use_worker = False
-    here = _outcome(validation.run)
-    validation.use_worker = True
-    assert _outcome(validation.run) == here
-    store.close()
-
-
-def test_a_worker_without_an_outcome_is_replaced_by_this_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "s.db"
-    _store(path, _two_due_and_more(path))
-    store, validation = SqliteTaskStore.open_early(path, format_instant(NOW))
-    assert validation is not None
-    monkeypatch.setattr("schedlog.host.stores.sqlite.WORKER_PROGRAM", "import os\nos._exit(3)\n")
-    assert validation._in_worker() is None
-    assert len(validation.run()) == 38
-    store.close()

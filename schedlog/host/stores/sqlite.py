@@ -17,8 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -36,7 +34,7 @@ from schedlog.host.stores.base import (
     StoreWriteError,
     check_holdable,
 )
-from schedlog.host.stores.sqlite_load import ValidationStopped, decode_rows
+from schedlog.host.stores.sqlite_load import decode_rows
 from schedlog.host.stores.sqlite_validate import (
     PAUSE_SCHEMA,
     SCHEMA_KEY,
@@ -46,7 +44,6 @@ from schedlog.host.stores.sqlite_validate import (
     validate_live,
     validate_sqlite_store,
 )
-from schedlog.host.stores.sqlite_worker import WORKER_PROGRAM, read_result
 from schedlog.host.task import Task, encode_task
 from schedlog.host.task_typed import TimerKey
 from schedlog.rules.instants import parse_canonical_instant
@@ -109,8 +106,6 @@ FROM tasks ORDER BY seq
 #: bound parameters, 999 in old builds).
 _READ_CHUNK: Final = 500
 _LOCK_TRIES: Final = 5
-#: How often a thread waiting for the validation worker looks at its cancel event (s).
-_WORKER_POLL_S: Final = 0.05
 _LOCK_PAUSE_S: Final = 0.002
 
 
@@ -489,44 +484,14 @@ class EarlyValidation:
         self.early_ids = early_ids
         #: Set to stop :meth:`run` before its next chunk (a host stopping meanwhile).
         self.cancel = threading.Event()
-        #: Validate in a process of its own (:mod:`~schedlog.host.stores.sqlite_worker`).
-        self.use_worker = True
-
-    def _in_worker(self) -> list[TimerKey] | None:
-        """The keys of every active, unpaused task as the worker process read them (its error
-        raised), or None when it gave no outcome; killed when :attr:`cancel` is set."""
-        import schedlog
-
-        root = str(Path(schedlog.__file__).resolve().parent.parent)
-        command = [sys.executable, "-c", WORKER_PROGRAM, root, str(self.store.path)]
-        try:
-            proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-            )
-        except OSError:
-            return None
-        with proc:  # its pipe closed and the process reaped, however this ends
-            while True:
-                try:
-                    out, _ = proc.communicate(timeout=_WORKER_POLL_S)
-                    break
-                except subprocess.TimeoutExpired:
-                    if self.cancel.is_set():
-                        proc.kill()
-                        raise ValidationStopped from None
-        return read_result(out) if proc.returncode == 0 else None
 
     def run(self) -> list[TimerKey]:
         """Validate every row; the timer keys of the active, unpaused tasks not read early,
         in storage order. :class:`~schedlog.errors.StoreOpenError` for a bad row or store,
         :class:`~schedlog.host.stores.sqlite_load.ValidationStopped` when cancelled. Once
         the store has validated, :data:`INDEXES` are created (a write: only now)."""
-        if self.cancel.is_set():
-            raise ValidationStopped
-        keys = self._in_worker() if self.use_worker else None
-        if keys is None:  # no worker, or one that gave no outcome: here, with the same checks
-            keys = []
-            validate_live(self.store.path, keys, self.cancel)
+        keys: list[TimerKey] = []
+        validate_live(self.store.path, keys, self.cancel)
         early = self.early_ids
         rest = [key for key in keys if key[2] not in early] if early else keys
         self.store._create_indexes()
