@@ -22,6 +22,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -277,6 +278,19 @@ def test_nothing_due_or_a_crash_left_log_opens_as_before(tmp_path: Path) -> None
     store, validation = SqliteTaskStore.open_early(tmp_path / "copy.db", format_instant(NOW))
     assert validation is None and len(list(store.active_targets())) == 41
     store.close()
+
+
+def test_the_chunk_loop_stops_when_cancelled(tmp_path: Path) -> None:
+    from schedlog.host.stores import sqlite_load
+
+    path = tmp_path / "s.db"
+    _store(path, _two_due_and_more(path))
+    cancel = threading.Event()
+    cancel.set()
+    conn = sqlite3.connect(path)
+    with pytest.raises(ValidationStopped):
+        sqlite_load.load_rows(conn, pausable=True, targets=[], cancel=cancel)
+    conn.close()
 
 
 def test_the_validation_stops_when_cancelled(tmp_path: Path) -> None:
