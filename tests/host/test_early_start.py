@@ -261,22 +261,44 @@ def test_a_store_opened_early_reads_only_the_due_rows_first(tmp_path: Path) -> N
     store.close()
 
 
-def test_nothing_due_or_a_crash_left_log_opens_as_before(tmp_path: Path) -> None:
+def test_nothing_due_opens_as_before(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     _store(path, _two_due_and_more(path))
     store, validation = SqliteTaskStore.open_early(path, format_instant(TASKS_T0))
     assert validation is None and len(list(store.active_targets())) == 40
     store.close()
-    # a pending write-ahead log (a host that was killed): the full validation first
+
+
+def test_a_crash_left_log_is_read_first_through_a_private_copy(tmp_path: Path) -> None:
+    """A store with a pending write-ahead log (a host that was killed): the first read sees the
+    rows committed in the log; the original files are untouched until the store opens."""
+    path = tmp_path / "s.db"
+    _store(path, _two_due_and_more(path))
     writer = SqliteTaskStore.open(path)
-    writer.insert(task("schedule-new", after_seconds=60))
+    writer.insert(task("schedule-new", after_seconds=60))  # due at T0 + 1 min, in the log only
     wal = Path(f"{path}-wal")
     assert wal.stat().st_size > 0
-    shutil.copyfile(path, tmp_path / "copy.db")
-    shutil.copyfile(wal, tmp_path / "copy.db-wal")
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(path, copy)
+    shutil.copyfile(wal, Path(f"{copy}-wal"))
     writer.close()
-    store, validation = SqliteTaskStore.open_early(tmp_path / "copy.db", format_instant(NOW))
-    assert validation is None and len(list(store.active_targets())) == 41
+    from schedlog.host.stores.sqlite_validate import read_due_first
+
+    before = sha256_files(copy, Path(f"{copy}-wal"), Path(f"{copy}-shm"))
+    first = read_due_first(copy, format_instant(NOW))
+    assert first is not None and first.ids == {"schedule-0", "schedule-5", "schedule-new"}
+    assert sha256_files(copy, Path(f"{copy}-wal"), Path(f"{copy}-shm")) == before
+    store, validation = SqliteTaskStore.open_early(copy, format_instant(NOW))
+    assert validation is not None and validation.early_ids == first.ids
+    rest = validation.run()
+    assert len(rest) == 38
+    keys = sorted(list(store.active_targets()) + rest)
+    assert keys == sorted(_full_keys(copy)) and len(keys) == 41
+    store.close()
+    # nothing due by the bound: the whole store first, as before
+    shutil.copyfile(path, copy)
+    store, validation = SqliteTaskStore.open_early(copy, format_instant(TASKS_T0))
+    assert validation is None
     store.close()
 
 

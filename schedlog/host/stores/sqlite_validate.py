@@ -25,8 +25,9 @@ import stat
 import tempfile
 import threading
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, TypeVar
 
 from schedlog.errors import StoreOpenError
 from schedlog.host.stores.base import StoredTask
@@ -182,15 +183,27 @@ class DueFirst(NamedTuple):
 
 def read_due_first(path: Path, bound: str) -> DueFirst | None:
     """The rows of :data:`~schedlog.host.stores.sqlite_load.DUE_ROWS` (those that may be due by
-    the canonical instant ``bound``), read-only before the rest of the store is validated.
+    the canonical instant ``bound``), read-only before the rest of the store is validated: from
+    the file, or for a store with a pending log (a host that was killed) from a private copy
+    with its log replayed, as the full validation reads it.
 
-    None when the early path is not taken: an empty file, a pending log (a crash-left store
-    is read through a private copy by the full validation), a check before the rows failing,
-    or a read row that is bad; the caller then validates the whole store first, which reports
-    the same error with the same row as it always did.
+    None when the early path is not taken: an empty file, a check before the rows failing, or
+    a read row that is bad; the caller then validates the whole store first, which reports the
+    same error with the same row as it always did.
     """
-    if check_regular_file(path) == 0 or _pending_logs(path):
+    try:
+        if check_regular_file(path) == 0:
+            return None
+        logs = _pending_logs(path)
+        if logs:
+            return _on_copy(path, logs, lambda copy: _due_first_of(copy, bound))
+    except StoreOpenError:
         return None
+    return _due_first_of(path, bound)
+
+
+def _due_first_of(path: Path, bound: str) -> DueFirst | None:
+    """:func:`read_due_first` of a file without a pending log."""
     try:
         conn = sqlite3.connect(_read_only_uri(path), uri=True, isolation_level=None)
     except sqlite3.Error:
@@ -259,6 +272,15 @@ def _validate_sqlite_snapshot(
     A read-write connection on the copy replays a write-ahead log (or rolls back a hot journal)
     into the copy; then the copy is validated as usual. The originals are only read.
     """
+    return _on_copy(path, logs, lambda copy: validate_sqlite(copy, tasks, targets))
+
+
+_T = TypeVar("_T")
+
+
+def _on_copy(path: Path, logs: list[Path], read: Callable[[Path], _T]) -> _T:
+    """``read`` of a private copy of the database and its pending log(s), the log replayed
+    (or rolled back) into the copy first; errors name the store, not the copy."""
     files = [path, *logs]
     with tempfile.TemporaryDirectory(prefix="schedlog-validate-") as tmp:
         copy = Path(tmp) / "store.db"
@@ -281,7 +303,7 @@ def _validate_sqlite_snapshot(
             )
         try:
             _recover(copy)
-            return validate_sqlite(copy, tasks, targets)
+            return read(copy)
         except StoreOpenError as exc:  # name the store, not the private copy
             raise StoreOpenError(exc.code, exc.message.replace(str(copy), str(path))) from None
 
