@@ -29,6 +29,7 @@ from typing import Any
 
 import msgspec
 import pytest
+import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sortedcontainers import SortedList
@@ -324,6 +325,46 @@ def test_the_validation_stops_when_cancelled(tmp_path: Path) -> None:
     with pytest.raises(ValidationStopped):
         validation.run()
     store.close()
+
+
+def test_host_run_opened_early_reports_the_whole_store_when_started(tmp_path: Path) -> None:
+    from schedlog.cli.run_log import configure_run_logging
+
+    path, sessions = tmp_path / "s.db", tmp_path / "sessions"
+    _store(path, _two_due_and_more(path))
+    err = io.StringIO()
+    configure_run_logging("json", "info", err)
+
+    async def scenario() -> int:
+        clock = VirtualClock(NOW)
+        stop = asyncio.Event()
+        runner = asyncio.create_task(
+            run_host(str(path), None, str(sessions), clock=clock, stop=stop, err=err)
+        )
+        await clock.run_until(NOW + MINUTE)
+        for _ in range(6000):  # the validation thread, on the real clock (at most 60 s)
+            if '"host.started"' in err.getvalue():
+                break
+            await asyncio.sleep(0.01)
+        stop.set()
+        return await runner
+
+    try:
+        assert asyncio.run(scenario()) == 0
+    finally:
+        structlog.reset_defaults()
+    events = [json.loads(line) for line in err.getvalue().splitlines()]
+    names = [e["event"] for e in events]
+    assert sorted(names) == [
+        "delivery.burst",  # two messages in one pass
+        "delivery.sent",
+        "delivery.sent",
+        "host.started",
+        "host.stopped",
+    ]
+    assert names[-1] == "host.stopped"
+    started = next(e for e in events if e["event"] == "host.started")
+    assert started["active"] == 38  # every other task, the two delivered ones done
 
 
 # --- a bad row -----------------------------------------------------------------------------
