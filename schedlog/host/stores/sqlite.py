@@ -214,9 +214,10 @@ class SqliteTaskStore:
         Then the rows that may be due (:func:`~schedlog.host.stores.sqlite_validate.read_due_first`)
         have been strictly validated, the store is open for writing, and its first
         :meth:`active_targets` are their keys alone; the :class:`EarlyValidation` returned
-        validates every row (call :meth:`EarlyValidation.run` off the event loop). Otherwise
-        (nothing may be due, a crash-left log, a bad row among those read) the whole store is
-        validated first, as :meth:`open` does, and None is returned with the store.
+        validates every row (call :meth:`EarlyValidation.run` off the event loop); a store
+        with a crash-left log is read first from a private copy, and opening it for writing
+        replays the log in place. Otherwise (nothing may be due, a bad row among those read)
+        the whole store is validated first, as :meth:`open` does, and None is returned.
         """
         lock = _take_lock(path)
         try:
