@@ -49,10 +49,8 @@ __all__ = [
     "Row",
     "TimerKey",
     "WireTask",
-    "check_array",
     "check_chunk",
     "check_rows",
-    "decode_array",
     "decode_bodies",
     "live_keys",
     "task_keys",
@@ -298,44 +296,27 @@ def check_chunk(seqs: list[int], joined: str, *, pausable: bool) -> list[TimerKe
     ``session_id`` column, then ``,"record":{"id":`` and the JSON text of its ``id`` column
     (so the body's own ``sessionId`` and record ``id`` are the columns', once the body is the
     exact writing form that :func:`decode_bodies` requires)."""
-    return check_array(seqs, _array(joined), pausable=pausable)
-
-
-def check_array(seqs: list[int], array: bytes, *, pausable: bool) -> list[TimerKey] | None:
-    """:func:`check_chunk` of the bodies as the bytes of one JSON array (``[``, the bodies'
-    UTF-8 joined by commas, ``]``), as SQLite can hand them over without a Python text."""
     if not seqs:
         return []
-    tasks = decode_array(array, len(seqs))
+    tasks = decode_bodies(joined, len(seqs))
     if tasks is None:
         return None
     return task_keys(tasks, seqs, pausable=pausable)
 
 
-def _array(joined: str) -> bytes:
-    return ("[" + joined + "]").encode("utf-8", "surrogatepass")
-
-
 def decode_bodies(joined: str, count: int) -> list[WireTask] | None:
     """The ``count`` task bodies ``joined`` by commas, each of which starts with
     ``{"sessionId":``, decoded together; None unless each is one task in its exact writing
-    form (:func:`decode_array` of their JSON array)."""
-    return decode_array(_array(joined), count)
+    form.
 
-
-def decode_array(array: bytes, count: int) -> list[WireTask] | None:
-    """The ``count`` task bodies of ``array`` (their bytes joined by commas inside ``[`` and
-    ``]``), each of which starts with ``{"sessionId":``, decoded together; None unless each
-    is one task in its exact writing form.
-
-    Decoded and encoded back in one call each. The encoding writes every quote inside a
-    string escaped, so ``{"sessionId":`` occurs in it only where a task object starts; a body
-    that starts with it starts a task, and since each does, each body is exactly one task's
-    text. msgspec refuses bytes that are not UTF-8 (surrogates and overlong forms included),
-    as the driver refuses to read such text, so the bytes equal the text's encoding."""
+    One JSON array of every body, decoded and encoded back in one call each. The encoding
+    writes every quote inside a string escaped, so ``{"sessionId":`` occurs in it only where a
+    task object starts; a body that starts with it starts a task, and since each does, each
+    body is exactly one task's text."""
+    blob = ("[" + joined + "]").encode("utf-8", "surrogatepass")
     try:
-        tasks = _decode(array)
-        if len(tasks) != count or _encode(tasks) != array:
+        tasks = _decode(blob)
+        if len(tasks) != count or _encode(tasks) != blob:
             return None
     except Exception:  # any shape, syntax or encoding surprise: the reference decides
         return None

@@ -111,31 +111,5 @@ def test_a_chunk_is_taken_only_with_each_seq_once_in_storage_order(
         store.close()
     with sqlite3.connect(path) as conn:
         bodies = [body for (body,) in conn.execute("SELECT body FROM tasks ORDER BY seq")]
-    array = ("[" + ",".join(bodies) + "]").encode()  # as the chunk query hands them over
-    keys = sqlite_load._vouch(4, 1, 4, seq_text, array, 1, True)
+    keys = sqlite_load._vouch(4, 1, 4, seq_text, ",".join(bodies), 1, True)
     assert (keys is not None) == taken, keys
-
-
-@pytest.mark.parametrize("bad", ["eda080", "c0af", "f4908080", "ff"])
-def test_a_valid_body_but_for_bytes_that_are_not_utf8_is_not_taken(bad: str) -> None:
-    """The chunk query hands the bodies over as bytes: a body that the driver cannot read as
-    text (a surrogate, an overlong form, past U+10FFFF, a stray byte inside a string) fails as
-    the reference read fails, never vouched for."""
-    import sqlite3
-
-    from schedlog.host.stores.sqlite_load import load_rows
-    from schedlog.host.task import encode_task
-    from schedlog.rules.text import js_dumps
-
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    conn.execute(
-        "CREATE TABLE tasks (seq INTEGER PRIMARY KEY, id TEXT, session_id TEXT, body TEXT)"
-    )
-    body = js_dumps(encode_task(task("schedule-1"))).encode()
-    head, tail = body.split(b"prompt of", 1)
-    hostile = head + b"prompt " + bytes.fromhex(bad) + b" of" + tail
-    conn.execute("INSERT INTO tasks VALUES (1, 'schedule-1', 's-1', CAST(? AS TEXT))", (hostile,))
-    with pytest.raises(sqlite3.Error):
-        list(conn.execute("SELECT seq, id, session_id, body FROM tasks ORDER BY seq"))
-    with pytest.raises(sqlite3.Error):
-        load_rows(conn, pausable=True)

@@ -5,7 +5,7 @@ commands).
 Two paths give one verdict. :func:`decode_row` with :func:`check_row` is the readable
 reference: each row through the strict JSON reader and :func:`~schedlog.host.task.decode_task`.
 :func:`load_rows` reads the rows a chunk (a range of seqs) at a time, as one query's few
-values: the bodies as the bytes of one JSON array, the seqs as one text, and a flag for the column
+values: the bodies joined into one text, the seqs into another, and a flag for the column
 checks, which SQLite makes (:data:`_CHUNK`). It hands each chunk to the bulk fast path
 :func:`schedlog.host.task_typed.check_chunk`; a chunk it does not vouch for goes row by row
 through the reference, so a bad row is reported with the same code, message and row as
@@ -34,7 +34,7 @@ from schedlog.errors import StoreOpenError
 from schedlog.host.stores.base import StoredTask
 from schedlog.host.task import InvalidTaskError, decode_task
 from schedlog.host.task_built import built_tasks
-from schedlog.host.task_typed import Row, TimerKey, check_array, check_rows
+from schedlog.host.task_typed import Row, TimerKey, check_chunk, check_rows
 from schedlog.strictjson import JSONSyntaxError, loads_strict
 
 __all__ = [
@@ -56,14 +56,12 @@ _ROWS_BETWEEN: Final = (
     "SELECT seq, id, session_id, body FROM tasks WHERE seq >= ? AND seq <= ? ORDER BY seq"
 )
 #: One chunk of rows in storage order, the rows with ``? <= seq <= ?``, as a few values: how
-#: many, the last seq, the seqs joined by commas, the bodies' bytes as one JSON array (``[``,
-#: the bodies joined by commas, ``]``: handed over without a Python text, which would be
-#: decoded from UTF-8 and encoded back), and 1 when every row passes the column checks of
-#: :func:`~schedlog.host.task_typed.check_chunk` (else 0 or NULL).
+#: many, the last seq, the seqs and the bodies each joined by commas, and 1 when every row
+#: passes the column checks of :func:`~schedlog.host.task_typed.check_chunk` (else 0 or NULL).
 #: ``json_quote`` writes the JSON text of a text column (NUL included, never NULL), and
 #: ``instr(...) = 1`` means the body starts with what follows, compared byte for byte.
 _CHUNK: Final = """
-SELECT count(*), max(seq), group_concat(seq), CAST('[' || group_concat(body, ',') || ']' AS BLOB),
+SELECT count(*), max(seq), group_concat(seq), group_concat(body, ','),
   min(CASE WHEN typeof(id) = 'text' AND typeof(session_id) = 'text' AND typeof(body) = 'text'
     THEN instr(body, '{"sessionId":' || json_quote(session_id) || ',"record":{"id":'
       || json_quote(id)) = 1
@@ -246,7 +244,7 @@ def _vouch(
     pausable: bool,
 ) -> list[TimerKey] | None:
     """The fast path's keys of one chunk read by :data:`_CHUNK`, or None (not taken)."""
-    if columns_ok != 1 or not isinstance(seq_text, str) or not isinstance(joined, bytes):
+    if columns_ok != 1 or not isinstance(seq_text, str) or not isinstance(joined, str):
         return None
     try:
         seqs = _decode_seqs(("[" + seq_text + "]").encode())
@@ -255,4 +253,4 @@ def _vouch(
     # In storage order (strictly ascending) and all of them: the bodies came in the same order.
     if len(seqs) != rows or seqs[0] != low or seqs[-1] != high or not all(map(lt, seqs, seqs[1:])):
         return None
-    return check_array(seqs, joined, pausable=pausable)
+    return check_chunk(seqs, joined, pausable=pausable)
