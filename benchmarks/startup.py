@@ -22,7 +22,10 @@ CPU (user + system) from start to stop.
 * ``--cpu``: instead of a host process, a fresh ``python`` process per run times, with
   ``time.process_time``, ``open_store`` (the validation of every row) and then
   ``LocalTimerIndex(store)`` (SQLite only): the CPU seconds of the work itself, which a busy
-  machine inflates far less than wall time.
+  machine inflates far less than wall time; after them, on a tree that has it,
+  ``SqliteTaskStore.open_early`` with a bound a minute ahead (**early_open_cpu_s**: the first
+  read of the rows that may be due and their validation, what ``host run`` does before its
+  first delivery).
 * ``--baseline DIR``: a source tree of another commit (``git archive COMMIT | tar -x -C DIR``);
   each round runs the baseline and then this tree, every subprocess importing its side's tree
   first. Medians per side are printed.
@@ -44,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks.burst import Side, _populate_pg, fresh_store, sides, time_host_start
+from benchmarks.burst import Hosts, Side, _logs, _populate_pg, first_started, fresh_store, sides
 from benchmarks.http import _load_avg
 
 
@@ -73,25 +76,79 @@ def time_startup(side: Side, store: str, run_dir: Path, timeout: float) -> dict[
     sessions_dir = run_dir / "sessions"
     sessions_dir.mkdir()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = time_host_start(side, store, sessions_dir, run_dir, timeout)
+    out = time_host(side, store, sessions_dir, run_dir, timeout)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the host is reaped by then
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     out["host_cpu_s"] = round(cpu, 3)
     return out
 
 
+def time_host(
+    side: Side, store: str, sessions_dir: Path, run_dir: Path, timeout: float
+) -> dict[str, Any]:
+    """Seconds from ``Popen`` of one ``host run`` to the first follow-up in a session log and
+    to its ``host.started`` line, whichever comes first (a store opened early delivers its due
+    rows before it has validated the rest and says it started), waiting for both; and the
+    host's CPU seconds when the follow-up was seen (``cpu_to_delivered_s``)."""
+    log = run_dir / "host.log"
+    cmd = side.command("host", "run", "--store", store, "--sessions", str(sessions_dir))
+    started = time.perf_counter()
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [*cmd, "--log-format", "json"], stdin=subprocess.DEVNULL, stderr=err, env=side.env
+        )
+    hosts = Hosts(procs=[proc], logs=[log])
+    ready: float | None = None
+    delivered: float | None = None
+    cpu: float | None = None
+    try:
+        deadline = started + timeout
+        while time.perf_counter() < deadline and hosts.alive():
+            if ready is None and first_started([log]):
+                ready = time.perf_counter() - started
+            if delivered is None and any(
+                b'"message/followup"' in p.read_bytes() for p in _logs(sessions_dir)
+            ):
+                delivered = time.perf_counter() - started
+                cpu = hosts.cpu_s()
+            if ready is not None and delivered is not None:
+                break
+            time.sleep(0.01)
+    finally:
+        codes = hosts.stop()
+    return {
+        "to_started_s": None if ready is None else round(ready, 3),
+        "to_delivered_s": None if delivered is None else round(delivered, 3),
+        "cpu_to_delivered_s": None if cpu is None else round(cpu, 3),
+        "exit_codes": codes,
+        "errors": hosts.errors(),
+    }
+
+
 CPU_PROGRAM: Final = """
 import json, sys, time
+from pathlib import Path
 from schedlog.host.due import LocalTimerIndex
 from schedlog.host.stores.open import open_store
+from schedlog.host.stores.sqlite import SqliteTaskStore
+from schedlog.rules.instants import format_instant
 t0 = time.process_time()
 store = open_store(sys.argv[1], "sqlite")
 t1 = time.process_time()
 index = LocalTimerIndex(store)
 t2 = time.process_time()
-print(json.dumps({"open_cpu_s": round(t1 - t0, 3), "index_cpu_s": round(t2 - t1, 3),
-                  "active": index.active_count()}))
+active = index.active_count()
 store.close()
+del index, store
+early = None
+if hasattr(SqliteTaskStore, "open_early"):  # the first read of a store opened early
+    t3 = time.process_time()
+    bound = format_instant(int(time.time() * 1000) + 60_000)
+    first, validation = SqliteTaskStore.open_early(Path(sys.argv[1]), bound)
+    early = round(time.process_time() - t3, 3)
+    first.close()
+print(json.dumps({"open_cpu_s": round(t1 - t0, 3), "index_cpu_s": round(t2 - t1, 3),
+                  "early_open_cpu_s": early, "active": active}))
 """
 
 
@@ -146,8 +203,10 @@ def summaries(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for key in (
             "to_started_s",
             "to_delivered_s",
+            "cpu_to_delivered_s",
             "host_cpu_s",
             "open_cpu_s",
+            "early_open_cpu_s",
             "index_cpu_s",
             "total_cpu_s",
         ):

@@ -47,6 +47,8 @@ NAMES: Final = frozenset(
         "json_store.before_dir_fsync",  # renamed over the store, directory not fsynced
         # schedlog/host/stores/sqlite.py
         "sqlite_store.in_transaction",  # statement run inside BEGIN IMMEDIATE, no COMMIT
+        # schedlog/host/stores/sqlite_load.py
+        "sqlite_load.between_chunks",  # a store's validation, before each chunk of rows
     }
 )
 

@@ -37,6 +37,9 @@ wrong.
   surely valid (the reference reader then decides, and gives the error of the tree) and that a
   chunk cannot be taken whole (it is read line by line). Both are caught inside the fast path
   and never leave :mod:`schedlog.invariant`.
+* :class:`schedlog.host.stores.sqlite_load.ValidationStopped`: a start-up validation of the
+  rest of a store cancelled because ``host run`` is stopping; ``host run`` catches it and
+  stops as usual. It never leaves the command.
 * :class:`schedlog.mcp.backends.UnknownSession` (``LookupError``): the MCP server answers it
   with the protocol's ``INVALID_PARAMS``.
 * :class:`schedlog.serve.errors.HttpError`: an HTTP answer with its status and headers, raised

@@ -18,7 +18,8 @@ import asyncio
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, TextIO, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TextIO, TypeVar
 
 from schedlog.absent import ABSENT
 from schedlog.cli.common import (
@@ -39,6 +40,7 @@ from schedlog.cli.run_log import (
 from schedlog.clock import Clock
 from schedlog.errors import ScheduleError, StoreOpenError
 from schedlog.host.config import Retention
+from schedlog.host.due import LocalTimerIndex, timer_index
 from schedlog.host.endpoint import with_serve_hint
 from schedlog.host.remote import REMOTE_OPERATIONS, call_remote
 from schedlog.host.service import HostService
@@ -46,10 +48,14 @@ from schedlog.host.sessions import SessionsDirectory, SessionsPathError, check_s
 from schedlog.host.stores.base import StoredTask, TaskStore
 from schedlog.host.stores.open import Backend, open_store, read_tasks, select_backend
 from schedlog.host.tools import TOOL_NAMES, HostTools
+from schedlog.rules.instants import format_instant
 from schedlog.rules.text import js_dumps, printable
 
 if TYPE_CHECKING:
+    from sortedcontainers import SortedList
+
     from schedlog.host.metrics import HostMetrics
+    from schedlog.host.stores.sqlite import EarlyValidation
 
 __all__ = [
     "BatchClock",
@@ -220,7 +226,7 @@ async def run_host(
     stream = err if err is not None else sys.stderr
     try:
         check_sessions_path(sessions_dir)
-        store = open_store(store_path, backend)
+        store, early = _open_for_run(store_path, backend, clock.now_ms())
     except StoreOpenError as exc:
         return _refuse(with_serve_hint(exc, store_path), stream, log_format)
     except SessionsPathError as exc:
@@ -245,20 +251,86 @@ async def run_host(
         log.info(
             "metrics.listening", url=metrics_url, message=f"schedule: metrics at {metrics_url}"
         )
-    _log_started(log, service, str(store.path), chosen, sessions_dir)
+    failed: StoreOpenError | None = None
     try:
-        await stop.wait()
+        # A store opened early: its due rows are delivered while the rest is validated.
+        failed = None if early is None else await _validate_rest(service, early, stop)
+        if failed is None:
+            if not stop.is_set():
+                _log_started(log, service, str(store.path), chosen, sessions_dir)
+            await stop.wait()
     finally:
         await stop_service(service, opts.stop_timeout)
         sessions.close()
         if stop_metrics is not None:
             stop_metrics()
-        log.info(
-            "host.stopped",
-            message=stopped_message("host", lines.delivered),
-            delivered=lines.delivered,
-        )
-    return 0
+        if failed is None:
+            log.info(
+                "host.stopped",
+                message=stopped_message("host", lines.delivered),
+                delivered=lines.delivered,
+            )
+    # A bad row found after the due rows were delivered: refused as at open (nothing more
+    # is written, and the bad row never was).
+    return 0 if failed is None else _refuse(failed, stream, log_format)
+
+
+#: How far past start-up a reminder counts as due for ``host run``'s early start: the rows
+#: that may be due by then are delivered (and their timers kept) while the rest of a large
+#: SQLite store is validated (docs/decisions.md, "Start-up: due rows first").
+EARLY_MARGIN_MS: Final = 60_000
+#: The last canonical instant (9999-12-31T23:59:59.999Z).
+_LAST_INSTANT_MS: Final = 253_402_300_799_999
+
+
+def _open_for_run(
+    store_path: str, backend: Backend | None, now_ms: int
+) -> tuple[TaskStore, EarlyValidation | None]:
+    """The store for ``host run``: an SQLite store opened early when a row may be due within
+    :data:`EARLY_MARGIN_MS` (:meth:`SqliteTaskStore.open_early`), any other as
+    :func:`open_store` opens it."""
+    if select_backend(store_path, backend) != "sqlite":
+        return open_store(store_path, backend), None
+    from schedlog.host.stores.sqlite import SqliteTaskStore
+
+    bound = format_instant(max(0, min(now_ms + EARLY_MARGIN_MS, _LAST_INSTANT_MS)))
+    return SqliteTaskStore.open_early(Path(store_path), bound)
+
+
+async def _validate_rest(
+    service: HostService, early: EarlyValidation, stop: asyncio.Event
+) -> StoreOpenError | None:
+    """Validate every row of a store opened early on a thread, while the service delivers
+    what is due, then index the store's other tasks; the error of a bad row or store, else
+    None (also when ``stop`` was set first: the validation is cancelled between chunks)."""
+    from schedlog.host.stores.sqlite_load import ValidationStopped
+
+    loop = asyncio.get_running_loop()
+    work = loop.run_in_executor(None, _rest_index, early)
+    stopping = asyncio.ensure_future(stop.wait())
+    either: set[asyncio.Future[Any]] = {work, stopping}
+    try:
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if not work.done():
+        early.cancel.set()
+    try:
+        rest = await work
+    except ValidationStopped:
+        return None
+    except StoreOpenError as exc:
+        return exc
+    index = service.core.due_tasks
+    assert isinstance(index, LocalTimerIndex)
+    index.widen(rest)
+    service.request_drive()  # the next target may be one of them
+    return None
+
+
+def _rest_index(early: EarlyValidation) -> SortedList[tuple[int, int, str]]:
+    """The timer index of the rows not read early, once every row is validated (a thread)."""
+    return timer_index(early.run())
 
 
 def _log_started(log: Any, service: HostService, store: str, backend: str, sessions: str) -> None:

@@ -151,6 +151,16 @@ class LocalTimerIndex:
             self._by_id = dict(zip(map(_ID, self._index), self._index, strict=True))
         return self._by_id
 
+    def widen(self, rest: SortedList[tuple[int, int, str]]) -> None:
+        """Take in the keys of the store's other tasks, once they are validated: ``rest``
+        (built by :func:`timer_index`) holds no id this index holds, and becomes the index with
+        this one's current keys added (few: the rows read before validation, as deliveries
+        since have left them). Call on the loop, between two writes."""
+        for key in self._index:
+            rest.add(key)
+        self._index = rest
+        self._by_id = None
+
     def reindex(self, st: StoredTask) -> None:
         self.unindex(st.task.id)
         if st.task.active and not st.task.paused:

@@ -39,14 +39,24 @@ from schedlog.host.stores.sqlite_validate import (
     PAUSE_SCHEMA,
     SCHEMA_KEY,
     decode_row,
+    read_due_first,
     schedlog_schema,
+    validate_live,
     validate_sqlite_store,
 )
 from schedlog.host.task import Task, encode_task
+from schedlog.host.task_typed import TimerKey
 from schedlog.rules.instants import parse_canonical_instant
 from schedlog.rules.text import js_dumps
 
-__all__ = ["INDEXES", "PAUSE_MIGRATION", "SCHEMA", "SqliteTaskStore", "migrate_sqlite"]
+__all__ = [
+    "INDEXES",
+    "PAUSE_MIGRATION",
+    "SCHEMA",
+    "EarlyValidation",
+    "SqliteTaskStore",
+    "migrate_sqlite",
+]
 
 SCHEMA: Final = """
 CREATE TABLE schedlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -113,6 +123,40 @@ def _take_lock(path: Path) -> StoreLock:
     return StoreLock(path)
 
 
+def _ms(bound: str | None) -> int:
+    value = None if bound is None else parse_canonical_instant(bound)
+    if value is None:
+        raise ValueError(f"not a canonical instant: {bound!r}")
+    return value
+
+
+def _connect(
+    path: Path, initialized: bool, *, indexes: bool
+) -> tuple[sqlite3.Connection, sqlite3.Connection]:
+    """The read and write connections of a validated (or new, empty) store: the schema written
+    into a new one, WAL, ``synchronous=FULL``; and, when ``indexes``, :data:`INDEXES` created
+    (a store opened before it is validated gets them once it is: :meth:`EarlyValidation.run`)."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        if not initialized:
+            conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + PAUSE_MIGRATION + "COMMIT;")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        if indexes:
+            conn.executescript(INDEXES)
+        writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise _malformed(f"cannot open schedule store {path}: {exc}") from None
+    try:
+        writer.execute("PRAGMA synchronous=FULL")
+    except sqlite3.Error as exc:
+        writer.close()
+        conn.close()
+        raise _malformed(f"cannot open schedule store {path}: {exc}") from None
+    return conn, writer
+
+
 def _storable(key: str) -> bool:
     """Whether SQLite text can hold ``key``: not when it has a lone surrogate (no UTF-8 form).
 
@@ -155,6 +199,26 @@ class SqliteTaskStore:
     @classmethod
     def open(cls, path: Path) -> SqliteTaskStore:
         """Lock, validate (or initialize a missing / zero-length file), then open for writing."""
+        store, early = cls.open_early(path, None)
+        assert early is None
+        return store
+
+    @classmethod
+    def open_early(
+        cls, path: Path, bound: str | None
+    ) -> tuple[SqliteTaskStore, EarlyValidation | None]:
+        """:meth:`open`, or with ``bound`` (a canonical instant), the store opened before the
+        rest of it is validated when some row may be due by then (docs/decisions.md,
+        "Start-up: due rows first").
+
+        Then the rows that may be due (:func:`~schedlog.host.stores.sqlite_validate.read_due_first`)
+        have been strictly validated, the store is open for writing, and its first
+        :meth:`active_targets` are their keys alone; the :class:`EarlyValidation` returned
+        validates every row (call :meth:`EarlyValidation.run` off the event loop); a store
+        with a crash-left log is read first from a private copy, and opening it for writing
+        replays the log in place. Otherwise (nothing may be due, a bad row among those read)
+        the whole store is validated first, as :meth:`open` does, and None is returned.
+        """
         lock = _take_lock(path)
         try:
             try:
@@ -164,36 +228,24 @@ class SqliteTaskStore:
             except OSError as exc:
                 raise _malformed(f"cannot read schedule store {path}: {exc}") from None
             targets: list[tuple[int, int, str]] = []
-            if size:
+            first = read_due_first(path, bound) if size and bound is not None else None
+            if first is not None and first.keys and min(first.keys)[0] <= _ms(bound):
+                targets = first.keys
+            elif size:
+                first = None
                 # Read-only, and a crash-left write-ahead log is read through a private copy:
                 # even a read-only connection would create or write the -shm index.
                 validate_sqlite_store(path, lock_held=True, targets=targets)
             else:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
                 os.close(fd)
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            try:
-                if not size:
-                    conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + PAUSE_MIGRATION + "COMMIT;")
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
-                conn.executescript(INDEXES)
-                writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            except sqlite3.Error as exc:
-                conn.close()
-                raise _malformed(f"cannot open schedule store {path}: {exc}") from None
-            try:
-                writer.execute("PRAGMA synchronous=FULL")
-            except sqlite3.Error as exc:
-                writer.close()
-                conn.close()
-                raise _malformed(f"cannot open schedule store {path}: {exc}") from None
+            conn, writer = _connect(path, bool(size), indexes=first is None)
         except BaseException:
             lock.release()
             raise
         store = cls(path, conn, writer, lock)
         store._open_targets = targets
-        return store
+        return store, None if first is None else EarlyValidation(store, first.ids)
 
     # reads
     def tasks(self) -> Iterator[StoredTask]:
@@ -319,6 +371,15 @@ class SqliteTaskStore:
         return min((target for target, _, _ in self.active_targets()), default=None)
 
     # writes
+    def _create_indexes(self) -> None:
+        """:data:`INDEXES`, once a store opened early has validated (one statement, on the
+        writer connection, between the other writes)."""
+        try:
+            with self._write_lock:
+                self._writer.execute(INDEXES.strip())
+        except sqlite3.Error as exc:
+            raise _malformed(f"cannot open schedule store {self.path}: {exc}") from None
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction on the writer connection: committed when the block ends,
@@ -406,6 +467,36 @@ class SqliteTaskStore:
             self._conn.close()
             self._lock.release()
             self._lock = None
+
+
+class EarlyValidation:
+    """The validation of every row of a store opened by :meth:`SqliteTaskStore.open_early`
+    before it was validated: run once, off the event loop (it takes seconds on a large store).
+
+    It reads the store on a connection of its own, in one WAL read transaction, with the same
+    checks, in the same order and with the same errors as the validation at open, so the
+    first bad row in storage order is reported as it always was. Only the rows read early
+    (``early_ids``) can have been written meanwhile (they alone were indexed, so only they
+    can be delivered), so the keys of the others are those of the committed store.
+    """
+
+    def __init__(self, store: SqliteTaskStore, early_ids: frozenset[str]) -> None:
+        self.store = store
+        self.early_ids = early_ids
+        #: Set to stop :meth:`run` before its next chunk (a host stopping meanwhile).
+        self.cancel = threading.Event()
+
+    def run(self) -> list[TimerKey]:
+        """Validate every row; the timer keys of the active, unpaused tasks not read early,
+        in storage order. :class:`~schedlog.errors.StoreOpenError` for a bad row or store,
+        :class:`~schedlog.host.stores.sqlite_load.ValidationStopped` when cancelled. Once
+        the store has validated, :data:`INDEXES` are created (a write: only now)."""
+        keys: list[TimerKey] = []
+        validate_live(self.store.path, keys, self.cancel)
+        early = self.early_ids
+        rest = [key for key in keys if key[2] not in early] if early else keys
+        self.store._create_indexes()
+        return rest
 
 
 def migrate_sqlite(path: Path) -> dict[str, object]:

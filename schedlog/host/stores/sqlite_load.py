@@ -22,20 +22,31 @@ from __future__ import annotations
 
 import gc
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from operator import lt
 from typing import Final
 
 import msgspec
 
+from schedlog._crashpoints import crashpoint
 from schedlog.errors import StoreOpenError
 from schedlog.host.stores.base import StoredTask
 from schedlog.host.task import InvalidTaskError, decode_task
 from schedlog.host.task_built import built_tasks
-from schedlog.host.task_typed import Row, TimerKey, check_chunk
+from schedlog.host.task_typed import Row, TimerKey, check_chunk, check_rows
 from schedlog.strictjson import JSONSyntaxError, loads_strict
 
-__all__ = ["CHUNK_ROWS", "check_row", "decode_row", "decode_rows", "load_rows"]
+__all__ = [
+    "CHUNK_ROWS",
+    "DUE_ROWS",
+    "ValidationStopped",
+    "check_row",
+    "decode_row",
+    "decode_rows",
+    "due_keys",
+    "load_rows",
+]
 
 #: Rows read and checked together by the fast path (a chunk it refuses is read row by row).
 CHUNK_ROWS: Final = 4096
@@ -60,6 +71,21 @@ FROM tasks WHERE seq >= ? AND seq <= ?
 #: The first seq from a given one on (None past the last row).
 _NEXT_SEQ: Final = "SELECT min(seq) FROM tasks WHERE seq >= ?"
 _MAX_SEQ: Final = 2**63 - 1
+#: The rows that may be due by a bound (a canonical instant text, the parameter), read before
+#: the store is validated so that they can be delivered first (docs/decisions.md, "Start-up:
+#: due rows first"): every row whose record ``scheduledAt``, as SQLite's JSON reader finds it,
+#: is at most the bound, and every row where it finds none or cannot read the body. The
+#: comparison is of texts; canonical instants (fixed width, four-digit years) sort as their
+#: instants do, and a row whose value is not one is invalid, refused by the full validation.
+#: ``json_extract`` finds a member name only as written (not one spelled with an escape) and
+#: the first of duplicate names; the row then reads NULL, or is invalid (the strict reader
+#: refuses duplicates), so a valid row never hides a due target here.
+DUE_ROWS: Final = """
+SELECT seq, id, session_id, body FROM tasks
+WHERE NOT ifnull(CASE WHEN typeof(body) = 'text' AND json_valid(body)
+  THEN json_extract(body, '$.record.scheduledAt') END > ?, 0)
+ORDER BY seq
+"""
 _decode_seqs: Final = msgspec.json.Decoder(list[int]).decode
 
 
@@ -103,6 +129,26 @@ def check_row(row: Row, *, pausable: bool) -> StoredTask:
         raise StoreOpenError("invalid-record", f"task {key!r}: {exc.message}") from None
 
 
+class ValidationStopped(Exception):
+    """:func:`load_rows` was asked to stop (its ``cancel`` event was set) between two chunks."""
+
+
+def due_keys(rows: Sequence[Row], *, pausable: bool) -> list[TimerKey] | None:
+    """The timer-index keys of the active, unpaused tasks of ``rows`` (in row order), each
+    row strictly validated by the same checks as :func:`load_rows` (the bulk fast path, else
+    the reference row by row); None when a row is bad (the caller then validates the whole
+    store, which reports the first bad row in storage order, as it always did)."""
+    keys = check_rows(rows, pausable=pausable)
+    if keys is not None:
+        return keys
+    keys = []
+    try:
+        _reference(rows, pausable, None, keys)
+    except StoreOpenError:
+        return None
+    return keys
+
+
 def _reference(
     rows: Iterable[Row],
     pausable: bool,
@@ -128,19 +174,21 @@ def load_rows(
     pausable: bool,
     tasks: list[StoredTask] | None = None,
     targets: list[TimerKey] | None = None,
+    cancel: threading.Event | None = None,
 ) -> int:
     """Validate every row of ``conn``'s tasks table in storage order; the number of rows.
 
     ``tasks``: the decoded tasks are appended (read by the reference, which builds them).
     ``targets``: the timer-index keys of active, unpaused tasks are appended, in storage
-    order. An ``sqlite3.Error`` escapes as it would from the reference loop.
+    order. An ``sqlite3.Error`` escapes as it would from the reference loop. ``cancel``: when
+    it is set, :class:`ValidationStopped` is raised before the next chunk (fast path only).
     """
     if tasks is not None:
         return _reference(conn.execute(_ROWS), pausable, tasks, targets)
     enabled = gc.isenabled()
     gc.disable()  # millions of rows and keys, none of them in a cycle: no collection passes
     try:
-        count, keys = _fast_rows(conn, pausable)
+        count, keys = _fast_rows(conn, pausable, cancel)
     finally:
         if enabled:
             gc.enable()
@@ -149,7 +197,9 @@ def load_rows(
     return count
 
 
-def _fast_rows(conn: sqlite3.Connection, pausable: bool) -> tuple[int, list[TimerKey]]:
+def _fast_rows(
+    conn: sqlite3.Connection, pausable: bool, cancel: threading.Event | None = None
+) -> tuple[int, list[TimerKey]]:
     """The count and timer keys, a chunk at a time through the fast path: one query per chunk
     of seqs hands over its rows' bodies as one text and their seqs as another, with the column
     checks of :func:`~schedlog.host.task_typed.check_chunk` made by SQLite (:data:`_CHUNK`).
@@ -161,6 +211,9 @@ def _fast_rows(conn: sqlite3.Connection, pausable: bool) -> tuple[int, list[Time
     low: int | None = -(2**63)
     try:
         while (low := conn.execute(_NEXT_SEQ, (low,)).fetchone()[0]) is not None:
+            crashpoint("sqlite_load.between_chunks")
+            if cancel is not None and cancel.is_set():
+                raise ValidationStopped
             high = min(low + CHUNK_ROWS - 1, _MAX_SEQ)
             rows, top, seq_text, joined, columns_ok = conn.execute(_CHUNK, (low, high)).fetchone()
             vouched = _vouch(rows, low, top, seq_text, joined, columns_ok, pausable)

@@ -23,22 +23,27 @@ import shutil
 import sqlite3
 import stat
 import tempfile
+import threading
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple, TypeVar
 
 from schedlog.errors import StoreOpenError
 from schedlog.host.stores.base import StoredTask
-from schedlog.host.stores.sqlite_load import decode_row, load_rows
+from schedlog.host.stores.sqlite_load import DUE_ROWS, decode_row, due_keys, load_rows
 from schedlog.host.task_typed import TimerKey
 
 __all__ = [
     "PAUSE_SCHEMA",
     "SCHEMA_KEY",
+    "DueFirst",
     "check_regular_file",
     "decode_row",
+    "read_due_first",
     "read_sqlite_tasks",
     "schedlog_schema",
+    "validate_live",
     "validate_sqlite",
     "validate_sqlite_store",
     "writer_holds",
@@ -126,17 +131,19 @@ def _read_uri(
     path: Path,
     tasks: list[StoredTask] | None,
     targets: list[TimerKey] | None = None,
+    cancel: threading.Event | None = None,
 ) -> int:
     """Validate (and collect) the store through a read-only connection to ``uri``, every query
     in one read transaction, so that a writer's commits in between are never half seen."""
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
         raise _malformed(f"cannot open schedule store {path}: {exc}") from None
     try:
         try:
             conn.execute("BEGIN")  # deferred: the first SELECT starts the read transaction
-            return _validate_connection(conn, tasks, targets)
+            pausable = _check_tables(conn)
+            return load_rows(conn, pausable=pausable, tasks=tasks, targets=targets, cancel=cancel)
         except sqlite3.Error as exc:
             message = f"schedule store {path} is not a readable SQLite database: {exc}"
             raise _malformed(message) from None
@@ -144,9 +151,9 @@ def _read_uri(
         conn.close()  # a read transaction needs no commit; closing ends it
 
 
-def _validate_connection(
-    conn: sqlite3.Connection, tasks: list[StoredTask] | None, targets: list[TimerKey] | None
-) -> int:
+def _check_tables(conn: sqlite3.Connection) -> bool:
+    """The checks before the rows (docs/protocol.md#open-failures); whether the store can hold
+    paused tasks."""
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     if "schedlog_meta" not in names or _columns(conn, "schedlog_meta") != _META_COLUMNS:
         raise _malformed("schedule store has no schedlog_meta table")
@@ -163,7 +170,67 @@ def _validate_connection(
     pausable = schedlog_schema(meta) >= PAUSE_SCHEMA
     if "tasks" not in names or _columns(conn, "tasks") != _TASK_COLUMNS:
         raise _malformed("schedule store has no tasks table")
-    return load_rows(conn, pausable=pausable, tasks=tasks, targets=targets)
+    return pausable
+
+
+class DueFirst(NamedTuple):
+    """What :func:`read_due_first` read: the timer keys of the rows that may be due (each of
+    them strictly validated), in storage order, and the ids of every row it read."""
+
+    keys: list[TimerKey]
+    ids: frozenset[str]
+
+
+def read_due_first(path: Path, bound: str) -> DueFirst | None:
+    """The rows of :data:`~schedlog.host.stores.sqlite_load.DUE_ROWS` (those that may be due by
+    the canonical instant ``bound``), read-only before the rest of the store is validated: from
+    the file, or for a store with a pending log (a host that was killed) from a private copy
+    with its log replayed, as the full validation reads it.
+
+    None when the early path is not taken: an empty file, a check before the rows failing, or
+    a read row that is bad; the caller then validates the whole store first, which reports the
+    same error with the same row as it always did.
+    """
+    try:
+        if check_regular_file(path) == 0:
+            return None
+        logs = _pending_logs(path)
+        if logs:
+            return _on_copy(path, logs, lambda copy: _due_first_of(copy, bound))
+    except StoreOpenError:
+        return None
+    return _due_first_of(path, bound)
+
+
+def _due_first_of(path: Path, bound: str) -> DueFirst | None:
+    """:func:`read_due_first` of a file without a pending log."""
+    try:
+        conn = sqlite3.connect(_read_only_uri(path), uri=True, isolation_level=None)
+    except sqlite3.Error:
+        return None
+    try:
+        conn.execute("BEGIN")
+        pausable = _check_tables(conn)
+        rows = conn.execute(DUE_ROWS, (bound,)).fetchall()
+    except (sqlite3.Error, StoreOpenError):
+        return None
+    finally:
+        conn.close()
+    keys = due_keys(rows, pausable=pausable)
+    if keys is None:
+        return None
+    return DueFirst(keys, frozenset(row[1] for row in rows))
+
+
+def validate_live(
+    path: Path, targets: list[TimerKey], cancel: threading.Event | None = None
+) -> int:
+    """:func:`validate_sqlite` of a store this process holds open for writing (its ``-wal``
+    and ``-shm`` exist), on a ``mode=ro`` connection in one WAL read transaction, from any
+    thread; the timer keys of the active, unpaused tasks are appended to ``targets``.
+    ``cancel``: see :func:`~schedlog.host.stores.sqlite_load.load_rows`."""
+    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+    return _read_uri(uri, path, None, targets, cancel)
 
 
 def _pending_logs(path: Path) -> list[Path]:
@@ -205,6 +272,15 @@ def _validate_sqlite_snapshot(
     A read-write connection on the copy replays a write-ahead log (or rolls back a hot journal)
     into the copy; then the copy is validated as usual. The originals are only read.
     """
+    return _on_copy(path, logs, lambda copy: validate_sqlite(copy, tasks, targets))
+
+
+_T = TypeVar("_T")
+
+
+def _on_copy(path: Path, logs: list[Path], read: Callable[[Path], _T]) -> _T:
+    """``read`` of a private copy of the database and its pending log(s), the log replayed
+    (or rolled back) into the copy first; errors name the store, not the copy."""
     files = [path, *logs]
     with tempfile.TemporaryDirectory(prefix="schedlog-validate-") as tmp:
         copy = Path(tmp) / "store.db"
@@ -227,7 +303,7 @@ def _validate_sqlite_snapshot(
             )
         try:
             _recover(copy)
-            return validate_sqlite(copy, tasks, targets)
+            return read(copy)
         except StoreOpenError as exc:  # name the store, not the private copy
             raise StoreOpenError(exc.code, exc.message.replace(str(copy), str(path))) from None
 
