@@ -64,6 +64,10 @@ def _tell(listeners: Sequence[Callable[[Delivered], None]], sent: Sequence[Deliv
         at_once(sent)
 
 
+def _sessions_of(run: Sequence[Group]) -> set[str]:
+    return {group.session_id for group in run}
+
+
 class DrivePasses:
     """Drive passes, the timer and their failure reports, over the state the service sets."""
 
@@ -305,10 +309,14 @@ class DrivePasses:
 
         def appended() -> None:
             # A run's follow-ups are durable, its commit is next: the run after it is queued
-            # now and its sessions start at once, while nothing else waits in the FIFO
-            # (docs/decisions.md "Pipelined runs").
-            if len(queued) < len(runs) and self._fifo.runs_only():
-                queue(batch.stage(runs[len(queued)], snapshot))
+            # now and its sessions start at once, while nothing else waits in the FIFO and
+            # the two share no session (a failed commit drops its sessions' logs; the next
+            # run's are in use then): docs/decisions.md "Pipelined runs".
+            after = len(queued)
+            if after == len(runs) or not self._fifo.runs_only():
+                return
+            if not _sessions_of(runs[after - 1]) & _sessions_of(runs[after]):
+                queue(batch.stage(runs[after], snapshot))
 
         last: list[Outcome] = []
         for done, run in enumerate(runs):

@@ -192,3 +192,41 @@ def test_the_next_run_is_staged_only_once_the_runs_sessions_are_done(tmp_path: P
             batch.close()
 
     run(tmp_path, "sqlite", body)
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_run_sharing_a_session_with_the_last_is_not_staged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split: bool
+) -> None:
+    """A session split between two runs: the second run is not staged while the first
+    commits (a failed commit drops the first run's logs, one of them the second run's), and
+    every member is still delivered once, in order. Two runs without a shared session are."""
+    _two_runs(monkeypatch)
+    staged: list[bool] = []
+    real = batch_mod.BatchDelivery.stage
+
+    def stage(self: Any, groups: Any, due: Any) -> Any:
+        found = real(self, groups, due)
+        staged.append(found is not None)
+        return found
+
+    monkeypatch.setattr(batch_mod.BatchDelivery, "stage", stage)
+
+    async def body(svc: HostService, clock: VirtualClock, sessions: MemorySessions) -> None:
+        at = format_instant(T0 + 60_000)
+        # Run 1: p-00 ... p-06 and the first of p-07's two; run 2: p-07's second and 7 more
+        # (without the split: run 1 ends with p-07's only one, run 2 holds 8 more).
+        names = [f"p-{i:02d}" for i in range(PER_RUN - 1)]
+        names += [f"p-{PER_RUN - 1:02d}"] * (2 if split else 1)
+        names += [f"p-{i:02d}" for i in range(PER_RUN, 2 * PER_RUN - split)]
+        ids = [(await svc.create(n, args(f"r{i}", at=at))).id for i, n in enumerate(names)]
+        clock.set(T0 + 120_000)
+        sent = await asyncio.wait_for(svc.tick(), GUARD_S)
+        assert sorted(m.id for message in sent for m in message.members) == sorted(ids)
+        shared = sessions.sessions[f"p-{PER_RUN - 1:02d}"]
+        assert [m.id for m in shared.delivered] == [
+            i for i, n in zip(ids, names, strict=True) if n == names[PER_RUN - 1]
+        ]
+        assert staged == ([] if split else [True])
+
+    run(tmp_path, "sqlite", body)
