@@ -20,9 +20,12 @@ with its ``fsync`` and one store transaction per group. A batched pass delivers 
    index needs no read-back. The pass queues its next run before it reports this one, and a
    run of many messages writes its delivery lines on a report thread.
 
-A threaded run is led from a thread of its own (steps 1 and 2), so the loop sees one hop per
-run. A pass's scan of many due tasks reads and decodes them on the pool with a few queries
-(:meth:`BatchDelivery.scan`). See docs/decisions.md "Burst path off the event loop".
+A threaded run is led from a thread of its own (step 1, then step 2), so the loop sees two
+hops per run, not one per session. Runs are pipelined: once a run's follow-ups are durable,
+the pass may start the next run's step 1 (:meth:`BatchDelivery.stage`) while this run
+commits (docs/decisions.md "Pipelined runs"). A pass's scan of many due tasks reads and
+decodes them on the pool with a few queries (:meth:`BatchDelivery.scan`). See
+docs/decisions.md "Burst path off the event loop".
 
 The one-group path (:meth:`HostCore.deliver_group`) stays the readable reference: a batched
 pass leaves the same session logs, byte for byte, and the same store (tests/host/test_batch.py).
