@@ -20,7 +20,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from schedlog.cli.common import write_json_line
-from schedlog.cli.run_log import configure_run_logging
+from schedlog.cli.run_log import configure_run_logging, tune_interpreter
 from schedlog.clock import Clock
 from schedlog.errors import StoreOpenError
 from schedlog.host.config import Retention
@@ -246,6 +246,7 @@ async def _serve(
 
 def cmd_serve(args: argparse.Namespace) -> int:
     configure_run_logging(args.log_format, args.log_level)
+    tune_interpreter()
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401

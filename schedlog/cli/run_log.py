@@ -30,6 +30,7 @@ __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
     "MESSAGE_PREFIX",
+    "SERVE_SWITCH_INTERVAL_S",
     "CurrentStderr",
     "HumanRenderer",
     "JsonLines",
@@ -45,12 +46,26 @@ __all__ = [
     "start_fields",
     "started_message",
     "stopped_message",
+    "tune_interpreter",
     "utc_stamp",
     "utc_stamp_reference",
     "write_info_lines",
 ]
 
 LogFormat = Literal["human", "json"]
+
+#: The interpreter's switch interval in ``host serve`` (seconds; Python's default, 0.005, is
+#: kept by ``host run``): the event loop woken by a request, and the writer thread back from a
+#: create's ``COMMIT``, wait about this long for the interpreter lock each time while the
+#: delivery threads plan and append (docs/decisions.md "Pipelined runs").
+SERVE_SWITCH_INTERVAL_S: Final = 0.001
+
+
+def tune_interpreter() -> None:
+    """Set :data:`SERVE_SWITCH_INTERVAL_S` for ``host serve`` (process-wide: the CLI's only)."""
+    sys.setswitchinterval(SERVE_SWITCH_INTERVAL_S)
+
+
 LOG_FORMATS: Final = ("human", "json")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
 

@@ -20,9 +20,12 @@ with its ``fsync`` and one store transaction per group. A batched pass delivers 
    index needs no read-back. The pass queues its next run before it reports this one, and a
    run of many messages writes its delivery lines on a report thread.
 
-A threaded run is led from a thread of its own (steps 1 and 2), so the loop sees one hop per
-run. A pass's scan of many due tasks reads and decodes them on the pool with a few queries
-(:meth:`BatchDelivery.scan`). See docs/decisions.md "Burst path off the event loop".
+A threaded run is led from a thread of its own (step 1, then step 2), so the loop sees two
+hops per run, not one per session. Runs are pipelined: once a run's follow-ups are durable,
+the pass may start the next run's step 1 (:meth:`BatchDelivery.stage`) while this run
+commits (docs/decisions.md "Pipelined runs"). A pass's scan of many due tasks reads and
+decodes them on the pool with a few queries (:meth:`BatchDelivery.scan`). See
+docs/decisions.md "Burst path off the event loop".
 
 The one-group path (:meth:`HostCore.deliver_group`) stays the readable reference: a batched
 pass leaves the same session logs, byte for byte, and the same store (tests/host/test_batch.py).
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 import structlog
@@ -59,6 +62,7 @@ __all__ = [
     "DueSnapshot",
     "Outcome",
     "ReplacesMany",
+    "Staged",
     "batchable",
     "chunks",
     "member_commits",
@@ -172,8 +176,26 @@ class _Ran(NamedTuple):
     delivered_at: int
 
 
+class Staged(NamedTuple):
+    """A run whose sessions were started ahead of its FIFO slot (:meth:`BatchDelivery.stage`):
+    its groups by session, and the future of their outcomes."""
+
+    by_session: dict[str, list[Group]]
+    sessions: Future[list[_Session]]
+
+
+def _by_session(groups: Iterable[Group]) -> dict[str, list[Group]]:
+    by_session: dict[str, list[Group]] = {}
+    for group in groups:
+        by_session.setdefault(group.session_id, []).append(group)
+    return by_session
+
+
 class BatchDelivery:
     """Delivers runs of groups to session logs, one run per FIFO slot (see the module)."""
+
+    #: Whether a run's sessions may be started ahead of its slot (:meth:`stage`).
+    pipelines: bool = True
 
     def __init__(self, core: HostCore, now: Callable[[], int], threads: int = POOL_THREADS) -> None:
         self.core = core
@@ -185,9 +207,10 @@ class BatchDelivery:
         self._pool: ThreadPoolExecutor = ThreadPoolExecutor(
             max(1, threads), thread_name_prefix="schedlog-batch"
         )
-        # A threaded run is led from a thread of its own (sessions on the pool, then the
-        # commit), so the loop sees one hop per run, not one per session.
-        self._lead: ThreadPoolExecutor = ThreadPoolExecutor(1, thread_name_prefix="schedlog-run")
+        # A threaded run's sessions are led from a thread of its own (fanned out to the
+        # pool), so the loop sees one hop per run for them, not one per session; the commit
+        # is a second hop. Two threads: the next run's sessions while this one commits.
+        self._lead: ThreadPoolExecutor = ThreadPoolExecutor(2, thread_name_prefix="schedlog-run")
         # The delivery lines of large runs are written here, one run after another, in order.
         self._reporter = ThreadPoolExecutor(1, thread_name_prefix="schedlog-report")
 
@@ -236,18 +259,43 @@ class BatchDelivery:
                 index.unindex(task_id)
         return due
 
-    async def deliver(self, groups: Sequence[Group], due: DueSnapshot) -> list[Outcome]:
+    def stage(self, groups: Sequence[Group], due: DueSnapshot) -> Staged | None:
+        """Start a threaded run's sessions (plan, append, barrier) now, on the lead thread,
+        ahead of its FIFO slot; None for a run that stays on the loop (or a delivery that does
+        not pipeline). Call only from the loop, as the run's slot is queued behind the one
+        running, with nothing else queued between them: no write can touch the run's tasks
+        before the slot starts (docs/decisions.md "Pipelined runs")."""
+        return self._start(groups, due) if self.pipelines else None
+
+    def _start(self, groups: Sequence[Group], due: DueSnapshot) -> Staged | None:
+        by_session = _by_session(groups)
+        if len(by_session) < self.parallel_from:
+            return None
+        future = self._lead.submit(self._sessions, by_session, due.get, True)
+        return Staged(by_session, future)
+
+    async def deliver(
+        self,
+        groups: Sequence[Group],
+        due: DueSnapshot,
+        staged: Staged | None = None,
+        appended: Callable[[], None] | None = None,
+    ) -> list[Outcome]:
         """Deliver one run of groups (call from its FIFO slot); an outcome per group, in
-        order. Members are read from ``due`` (the pass's scan) unless a write touched them."""
-        by_session: dict[str, list[Group]] = {}
-        for group in groups:
-            by_session.setdefault(group.session_id, []).append(group)
-        # A small run stays on the loop: a thread hop costs more than it saves there.
-        if len(by_session) >= self.parallel_from:
-            loop = asyncio.get_running_loop()
-            ran = await loop.run_in_executor(self._lead, self._run, by_session, due.get, True)
+        order. Members are read from ``due`` (the pass's scan) unless a write touched them.
+        ``staged``: the run's sessions started by :meth:`stage`. ``appended`` is called on the
+        loop once the run's follow-ups are durable, before its commit (the pass stages its next
+        run there)."""
+        if staged is None:
+            staged = self._start(groups, due)
+        if staged is None:  # a small run stays on the loop: a thread hop costs more there
+            ran = self._close(self._sessions(_by_session(groups), due.get, False))
         else:
-            ran = self._run(by_session, due.get, False)
+            sessions = await asyncio.wrap_future(staged.sessions)
+            if appended is not None:
+                appended()
+            loop = asyncio.get_running_loop()
+            ran = await loop.run_in_executor(self._lead, self._close, sessions)
         outcomes = ran.outcomes
         if ran.commits is None:
             return [outcomes.get(id(group)) for group in groups]
@@ -276,23 +324,26 @@ class BatchDelivery:
         self.core.notify(changes)
         return [outcomes.get(id(group)) for group in groups]
 
-    def _run(
+    def _sessions(
         self,
         by_session: dict[str, list[Group]],
         get: Callable[[str], StoredTask | None],
         threaded: bool,
-    ) -> _Ran:
-        """A run up to its commit: the sessions (in parallel on the pool when ``threaded``),
-        then the one store transaction. Failures are outcomes, never raised."""
+    ) -> list[_Session]:
+        """A run's sessions (in parallel on the pool when ``threaded``), each planned,
+        appended and made durable. Failures are outcomes, never raised."""
         self._touch(list(by_session))
-        if threaded:
-            futures = [
-                self._pool.submit(self._session, sid, session_groups, get)
-                for sid, session_groups in by_session.items()
-            ]
-            sessions = [future.result() for future in futures]
-        else:
-            sessions = [self._session(sid, g, get) for sid, g in by_session.items()]
+        if not threaded:
+            return [self._session(sid, g, get) for sid, g in by_session.items()]
+        futures = [
+            self._pool.submit(self._session, sid, session_groups, get)
+            for sid, session_groups in by_session.items()
+        ]
+        return [future.result() for future in futures]
+
+    def _close(self, sessions: list[_Session]) -> _Ran:
+        """A run after its sessions: the outcomes known, then the one store transaction of
+        every member made durable. Failures are outcomes, never raised."""
         outcomes: dict[int, Outcome] = {}
         durable: list[_Plan] = []
         for session in sessions:

@@ -24,11 +24,11 @@ The claims not committed and the session locks end with the drive pass
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from schedlog._crashpoints import crashpoint
 from schedlog.errors import ScheduleError
-from schedlog.host.batch import BatchDelivery, DueSnapshot, Outcome
+from schedlog.host.batch import BatchDelivery, DueSnapshot, Outcome, Staged
 from schedlog.host.core import HostCore, _Plan
 from schedlog.host.delivery import Group, GroupFailed, commit_member
 from schedlog.host.due import MSG_LEASE_LOST, Batch, ClaimedDue, ClaimsBatches
@@ -72,7 +72,16 @@ class ClaimedBatchDelivery(BatchDelivery):
             raise ScheduleError("internal_error", MSG_LEASE_LOST)
         return batch
 
-    async def deliver(self, groups: Sequence[Group], due: DueSnapshot) -> list[Outcome]:
+    #: The batch's rows are read again in the run's slot, before planning: never staged.
+    pipelines = False
+
+    async def deliver(
+        self,
+        groups: Sequence[Group],
+        due: DueSnapshot,
+        staged: Staged | None = None,
+        appended: Callable[[], None] | None = None,
+    ) -> list[Outcome]:
         sessions = {group.session_id for group in groups}
         try:
             batch = self._batch()

@@ -122,6 +122,15 @@ class WriteFifo:
         self._open_batch = None  # a create after this slot must not run before it
         return future
 
+    def runs_only(self) -> bool:
+        """Whether a delivery run queued now would be next: the FIFO is open and no slot other
+        than delivery runs is queued or running (a pass stages its next run only then)."""
+        try:
+            self._check_open()
+        except Exception:
+            return False
+        return self._plain == 0
+
     async def insert(self, task: Task) -> None:
         """Queue the insert of a new task. Consecutive creates (nothing else queued between
         them) share one slot and one durable write when the store supports it; each create

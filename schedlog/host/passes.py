@@ -22,6 +22,7 @@ from schedlog.host.batch import (
     BatchDelivery,
     DueSnapshot,
     Outcome,
+    Staged,
     burst_summary,
     chunks,
 )
@@ -61,6 +62,10 @@ def _tell(listeners: Sequence[Callable[[Delivered], None]], sent: Sequence[Deliv
             listener(message)
     for at_once in many:
         at_once(sent)
+
+
+def _sessions_of(run: Sequence[Group]) -> set[str]:
+    return {group.session_id for group in run}
 
 
 class DrivePasses:
@@ -295,14 +300,32 @@ class DrivePasses:
         # the sessions directory keeps open.
         max_open = getattr(self.core.sessions, "max_open", None)
         runs = chunks(groups, max_sessions=max_open)
+        queued: list[asyncio.Future[list[Outcome]]] = []
+
+        def queue(staged: Staged | None) -> None:
+            run = runs[len(queued)]
+            deliver = functools.partial(batch.deliver, run, snapshot, staged, appended)
+            queued.append(self._fifo.submit_run(cast(Callable[[], list[Outcome]], deliver)))
+
+        def appended() -> None:
+            # A run's follow-ups are durable, its commit is next: the run after it is queued
+            # now and its sessions start at once, while nothing else waits in the FIFO and
+            # the two share no session (a failed commit drops its sessions' logs; the next
+            # run's are in use then): docs/decisions.md "Pipelined runs".
+            after = len(queued)
+            if after == len(runs) or not self._fifo.runs_only():
+                return
+            if not _sessions_of(runs[after - 1]) & _sessions_of(runs[after]):
+                queue(batch.stage(runs[after], snapshot))
+
         last: list[Outcome] = []
-        for run in runs:
-            deliver = functools.partial(batch.deliver, run, snapshot)
-            # The next run is queued before the last one is reported: its appends run on
-            # the pool while the loop writes the last one's delivery lines.
-            queued = self._fifo.submit_run(cast(Callable[[], list[Outcome]], deliver))
+        for done, run in enumerate(runs):
+            if done == len(queued):
+                # The next run is queued before the last one is reported: its appends run
+                # on the pool while the report thread writes the last one's delivery lines.
+                queue(None)
             await self._report(last)
-            last = await queued
+            last = await queued[done]
             outcomes.update(zip(map(id, run), last, strict=True))
         await self._report(last)
         for done, group in enumerate(groups):

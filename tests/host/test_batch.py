@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedlog.host.batch import BatchDelivery, DueSnapshot, chunks
+from schedlog.host.batch import BatchDelivery, DueSnapshot, Staged, chunks
 from schedlog.host.catalog import CatalogIndex, CatalogQuery, effective_status
 from schedlog.host.config import Retention
 from schedlog.host.core import HostCore
@@ -115,7 +115,9 @@ def _plain(sent: Delivered | None) -> object:
     return None if sent is None else (sent.session_id, sent.message_id, sent.text, sent.members)
 
 
-def _batched(side: _Side, now: int, limit: int, parallel_from: int) -> Result:
+def _batched(
+    side: _Side, now: int, limit: int, parallel_from: int, pipelined: bool = False
+) -> Result:
     async def body() -> Result:
         batch = BatchDelivery(side.core, lambda: now, threads=3)
         batch.parallel_from = parallel_from
@@ -124,9 +126,20 @@ def _batched(side: _Side, now: int, limit: int, parallel_from: int) -> Result:
         groups = plan_groups(due)
         snapshot = DueSnapshot(side.core, due)
         outcomes: dict[int, object] = {}
+        runs = chunks(groups, limit)
+        staged: dict[int, Staged | None] = {}
+
+        def stage_after(done: int) -> Callable[[], None]:
+            def appended() -> None:  # as the pass stages its next run (passes._outcomes)
+                if pipelined and done + 1 < len(runs):
+                    staged[done + 1] = batch.stage(runs[done + 1], snapshot)
+
+            return appended
+
         try:
-            for run in chunks(groups, limit):
-                for group, outcome in zip(run, await batch.deliver(run, snapshot), strict=True):
+            for done, run in enumerate(runs):
+                ran = await batch.deliver(run, snapshot, staged.get(done), stage_after(done))
+                for group, outcome in zip(run, ran, strict=True):
                     outcomes[id(group)] = outcome
         finally:
             snapshot.close()
@@ -150,10 +163,17 @@ def _batched(side: _Side, now: int, limit: int, parallel_from: int) -> Result:
     passes=st.lists(st.integers(1, 2_000), min_size=1, max_size=3),
     limit=st.integers(1, 40),
     parallel_from=st.sampled_from([1, 3, 100]),
+    pipelined=st.booleans(),
 )
 def test_batched_pass_equals_one_group_at_a_time(
-    specs: list[tuple[int, str, int, str]], passes: list[int], limit: int, parallel_from: int
+    specs: list[tuple[int, str, int, str]],
+    passes: list[int],
+    limit: int,
+    parallel_from: int,
+    pipelined: bool,
 ) -> None:
+    """Also with each run's successor staged (its sessions planned, appended and made durable)
+    while the run commits (docs/decisions.md "Pipelined runs")."""
     tasks = _tasks(specs)
     with tempfile.TemporaryDirectory() as tmp:
         reference = _Side(Path(tmp) / "reference", tasks)
@@ -163,7 +183,7 @@ def test_batched_pass_equals_one_group_at_a_time(
             for seconds in passes:
                 now += seconds * 1000
                 expected = _reference(reference, now)
-                assert _batched(batched, now, limit, parallel_from) == expected
+                assert _batched(batched, now, limit, parallel_from, pipelined) == expected
                 assert batched.logs() == reference.logs()
                 assert batched.rows() == reference.rows()
         finally:
