@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -233,6 +234,11 @@ async def _serve(
         # The web page with a one-time sign-in code (never the token) in the fragment.
         print(f"page: {page_url(url, app.state.signin.issue())}", flush=True)
         run_log.started(url, args, app.state.serve.service)
+        # What start-up built (modules, the catalog, the due index) lives as long as the
+        # process: out of the collector's full passes from now on, which a burst's allocations
+        # would otherwise run over all of it (docs/decisions.md, "Webhook burst: the
+        # protocol-based client, no full collections over start-up's objects").
+        gc.freeze()
     try:
         await task
     finally:
