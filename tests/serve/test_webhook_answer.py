@@ -146,17 +146,51 @@ def test_the_reader_reads_as_the_stream_does(
     assert _by_reader(chunks, eof, max_body) == _by_stream(chunks, eof, max_body)
 
 
+class _Spy(bytearray):
+    """A buffer that records where each search for the end of a head starts."""
+
+    starts: list[tuple[int, int]]
+
+    def find(self, sub: Any, start: Any = 0, *rest: Any) -> int:
+        self.starts.append((start, len(self)))
+        return super().find(sub, start, *rest)
+
+
 def test_a_trickled_answer_is_scanned_once() -> None:
-    # A head of 64 KiB a byte at a time: each byte is scanned once, not the whole head again.
+    # A head of 64 KiB a byte at a time: each search starts where the last one stopped (less
+    # the separator's length), not at the head's start.
     head = b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * (MAX_HEAD - 100) + b"\r\nContent-Length: 0"
-    reader, buffer = AnswerReader(MAX_ANSWER_BYTES), bytearray()
+    reader, buffer = AnswerReader(MAX_ANSWER_BYTES), _Spy()
+    buffer.starts = []
     for byte in head:
         buffer.append(byte)
         assert reader.feed(buffer, False) is None
-        assert reader._scanned == len(buffer)
     buffer.extend(b"\r\n\r\n")
     found = reader.feed(buffer, False)
     assert found is not None and found.status == 200 and found.reusable and not buffer
+    pairs = itertools.pairwise(buffer.starts)
+    assert all(start >= before - 3 for (_, before), (start, _) in pairs)
+
+
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _CONTINUE * MAX_INFORMATIONAL + b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+        _CONTINUE * (MAX_INFORMATIONAL + 1) + b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nabcd",
+        b"HTTP/1.1 200 OK\r\nX: " + b"a" * (MAX_HEAD - 30) + b"\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nX: " + b"a" * MAX_HEAD + b"\r\n\r\n",
+    ],
+    ids=["8-informational", "9-informational", "body-over-cap", "head-at-cap", "head-over-cap"],
+)
+@pytest.mark.parametrize("pieces", [1, 7])
+def test_the_caps_are_the_streams(answer: bytes, pieces: int) -> None:
+    chunks = _chunks(answer, [len(answer) * i // pieces for i in range(pieces)])
+    for eof in (False, True):
+        assert _by_reader(chunks, eof, 3) == _by_stream(chunks, eof, 3)
 
 
 class Scripted:
@@ -207,10 +241,14 @@ def test_both_posters_end_alike_on_the_wire(chunks: list[bytes], close: bool) ->
         outcomes: list[Any] = []
         try:
             for _ in range(2):  # the second POST tells whether the connection was kept
+                started = asyncio.get_running_loop().time()
                 try:
-                    outcomes.append(await sender.post(b'{"a":"\\ud800"}', HEADERS, 0.3))
+                    posting = sender.post(b'{"a":"\\ud800"}', HEADERS, 0.3)
+                    outcomes.append(await asyncio.wait_for(posting, 5))
                 except (ProtocolError, OSError, TimeoutError) as exc:
                     outcomes.append(type(exc).__name__ + str(exc))
+                # a receiver that never answers is cut off by the poster's own bound
+                assert asyncio.get_running_loop().time() - started < 3
         finally:
             await sender.aclose()
         for _ in range(20):  # the server's side of each connection ends
@@ -228,5 +266,32 @@ def test_both_posters_end_alike_on_the_wire(chunks: list[bytes], close: bool) ->
         finally:
             listener.close()
         assert lean == stream
+
+    asyncio.run(main())
+
+
+def test_unasked_bytes_pause_an_idle_connection_until_its_next_exchange() -> None:
+    # After its answer the receiver floods the idle connection: reading stops past 128 KiB
+    # (as a StreamReader pauses at twice its limit), and the next POST resumes it and fails
+    # on the junk as the stream form does (a head too long).
+    async def main() -> None:
+        server = Scripted([b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", b"x" * 600_000], False)
+        listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/"
+        lean = LeanPoster(url, "ua", MAX_ANSWER_BYTES)
+        try:
+            assert await lean.post(b"{}", HEADERS, 5) == 200
+            for _ in range(200):
+                if lean._idle and not lean._idle[0].reading:
+                    break
+                await asyncio.sleep(0.005)
+            wire = lean._idle[0]
+            assert not wire.reading and 2 * MAX_HEAD < len(wire.buffer) < 600_000
+            with pytest.raises(ProtocolError, match="too long"):
+                await lean.post(b"{}", HEADERS, 5)
+            assert wire.reading
+        finally:
+            await lean.aclose()
+            listener.close()
 
     asyncio.run(main())
