@@ -1,5 +1,5 @@
-"""The webhook sink's HTTP/1.1 client on asyncio streams (docs/decisions.md, "Webhook
-deliveries under load").
+"""The webhook sink's HTTP/1.1 client (docs/decisions.md, "Webhook deliveries under load",
+"Webhook burst: the protocol-based client, no full collections over start-up's objects").
 
 httpx costs about 1.7 ms of CPU per POST on the benchmark machine (its pool, anyio and h11),
 a floor of 17 s of CPU for a burst of 10,000; this client costs about 0.06 ms. It sends what
@@ -12,6 +12,12 @@ through a proxy, and follows no redirect. Of the answer it reads the status line
 the body, raw (never decompressed). A connection is used again (HTTP/1.1 keep-alive) only
 when its answer was read to its end by ``Content-Length``, without ``Connection: close``;
 otherwise it is closed, as is every connection whose exchange failed or was cancelled.
+
+Two forms with one contract: :class:`LeanPoster`, the one the sink runs, an
+:class:`asyncio.Protocol` per connection whose answer :class:`AnswerReader` reads off one
+buffer as the bytes arrive, and :class:`StreamPoster`, the readable one on asyncio streams.
+They send the bytes of one method (``_Target.request``); ``tests/serve/test_webhook_answer.py``
+reads hostile answers, in pieces, both ways and finds the same outcomes.
 
 The deadline on the whole exchange on the host's clock is the sink's
 (:meth:`~schedlog.host.webhook.WebhookSink.post`); :meth:`LeanPoster.post` takes a bound on
