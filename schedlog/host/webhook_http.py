@@ -370,6 +370,8 @@ class LeanPoster(_Target):
             found = await answer
         except BaseException:
             wire.close()
+            if answer.done() and not answer.cancelled():
+                answer.exception()  # failed meanwhile (the connection lost): seen, not logged
             raise
         finally:
             timer.cancel()
