@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -179,6 +180,23 @@ def _server(args: argparse.Namespace, app: Starlette) -> uvicorn.Server:
     return Server(config)
 
 
+#: Net allocations of tracked objects between two young collections once started (the
+#: interpreter's default is 700).
+YOUNG_COLLECTION_EVERY = 10_000
+
+
+def _settle_collector() -> None:
+    """The collector of a started ``host serve`` (docs/decisions.md, "Webhook burst: the
+    protocol-based client, no full collections over start-up's objects"): what start-up built
+    (modules, the catalog, the due index) lives as long as the process, so it is frozen out of
+    every later collection, which a burst's allocations would otherwise run over all of it;
+    and a young collection runs every :data:`YOUNG_COLLECTION_EVERY` net allocations instead
+    of 700, which a burst's short-lived objects otherwise trigger hundreds of times."""
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)
+
+
 async def _serve(
     args: argparse.Namespace,
     store: TaskStore,
@@ -233,6 +251,7 @@ async def _serve(
         # The web page with a one-time sign-in code (never the token) in the fragment.
         print(f"page: {page_url(url, app.state.signin.issue())}", flush=True)
         run_log.started(url, args, app.state.serve.service)
+        _settle_collector()
     try:
         await task
     finally:

@@ -17,9 +17,9 @@ exchange in flight (:mod:`schedlog.host.webhook_deadline`); :meth:`WebhookSink.p
 is the readable form, a timer per exchange, proven equal to it by
 ``tests/serve/test_webhook_deadline.py``. Of the answer only the status counts; at most
 :data:`MAX_ANSWER_BYTES` of its body are read, as sent (never decompressed), then the
-connection is closed. The POSTs go over :mod:`schedlog.host.webhook_http` (HTTP/1.1 keep-alive
-on asyncio streams), through httpx only when a test hands in an httpx transport or the URL
-carries user info.
+connection is closed. The POSTs go over :mod:`schedlog.host.webhook_http` (HTTP/1.1
+keep-alive, an asyncio protocol per connection), through httpx only when a test hands in an
+httpx transport or the URL carries user info.
 
 Needs httpx (the ``serve`` extra).
 """

@@ -62,3 +62,20 @@ def test_out_of_range_serve_flags_are_refused_by_name(
     err = capsys.readouterr().err
     assert flag in err and "must be" in err
     assert not (tmp_path / "s.db").exists()  # refused before anything was opened
+
+
+def test_a_started_serve_freezes_the_heap_and_collects_young_objects_less_often() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import gc\n"
+        "from schedlog.cli._serve import YOUNG_COLLECTION_EVERY, _settle_collector\n"
+        "before = gc.get_threshold()\n"
+        "_settle_collector()\n"
+        "after = gc.get_threshold()\n"
+        "assert gc.get_freeze_count() > 0, 'nothing frozen'\n"
+        "assert after == (YOUNG_COLLECTION_EVERY, *before[1:]), after\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

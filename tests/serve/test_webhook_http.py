@@ -1,7 +1,9 @@
 """The webhook sink's lean HTTP/1.1 client (schedlog/host/webhook_http.py, issue 21) against
 a loopback server that answers as each test scripts it: the bytes sent are httpx's, a
 connection is kept alive only after an answer read to its end, at most 64 KiB of an answer
-are read and never decompressed, and every broken answer is a WebhookError."""
+are read and never decompressed, and every broken answer is a WebhookError. Each holds for
+both forms: the protocol-based LeanPoster and the readable StreamPoster on asyncio streams,
+which are also run side by side on hostile answers (tests/serve/test_webhook_answer.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import httpx
 import pytest
 
 from schedlog.host.webhook import MAX_ANSWER_BYTES, WebhookError, WebhookSink
-from schedlog.host.webhook_http import LeanPoster
+from schedlog.host.webhook_http import LeanPoster, StreamPoster
 from schedlog.runtime.clock import SystemClock
 
 HEADERS = {
@@ -22,6 +24,8 @@ HEADERS = {
     "Schedlog-Signature": "v1=ab",
 }
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+POSTERS = pytest.mark.parametrize("poster", [LeanPoster, StreamPoster], ids=["lean", "stream"])
+Poster = type[LeanPoster] | type[StreamPoster]
 
 
 class Server:
@@ -68,9 +72,10 @@ def serve(answer: Callable[[int], bytes], test: Callable[[str, Server], Awaitabl
     asyncio.run(main())
 
 
-def test_the_request_is_the_bytes_httpx_sent() -> None:
+@POSTERS
+def test_the_request_is_the_bytes_httpx_sent(poster: Poster) -> None:
     async def test(url: str, server: Server) -> None:
-        lean = LeanPoster(url, "schedlog-webhook/1", MAX_ANSWER_BYTES)
+        lean = poster(url, "schedlog-webhook/1", MAX_ANSWER_BYTES)
         assert await lean.post(b'{"a":1}', HEADERS, 10) == 200
         await lean.aclose()
         async with httpx.AsyncClient(
@@ -83,9 +88,33 @@ def test_the_request_is_the_bytes_httpx_sent() -> None:
     serve(lambda n: OK, test)
 
 
-def test_a_connection_is_kept_alive_after_an_answer_read_to_its_end() -> None:
+BODIES = [
+    b"",
+    b'{"text":"<script>\\ud800</script>"}',
+    "\u00fc\u2028\U0001f600".encode(),
+    b"\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+    b"x" * (300 * 1024),
+]
+
+
+@pytest.mark.parametrize("body", BODIES, ids=["empty", "markup", "unicode", "crlf", "huge"])
+def test_both_posters_send_the_same_bytes(body: bytes) -> None:
     async def test(url: str, server: Server) -> None:
-        lean = LeanPoster(url, "ua", MAX_ANSWER_BYTES)
+        for poster in (LeanPoster, StreamPoster):
+            sender = poster(url, "schedlog-webhook/1", MAX_ANSWER_BYTES)
+            assert await sender.post(body, HEADERS, 10) == 200
+            await sender.aclose()
+        assert len(server.requests) == 2
+        assert server.requests[0][1] == server.requests[1][1]
+        assert server.requests[0][1].endswith(b"\r\n\r\n" + body)
+
+    serve(lambda n: OK, test)
+
+
+@POSTERS
+def test_a_connection_is_kept_alive_after_an_answer_read_to_its_end(poster: Poster) -> None:
+    async def test(url: str, server: Server) -> None:
+        lean = poster(url, "ua", MAX_ANSWER_BYTES)
         for _ in range(3):
             assert await lean.post(b"{}", HEADERS, 10) == 200
         await lean.aclose()
@@ -105,9 +134,10 @@ def test_a_connection_is_kept_alive_after_an_answer_read_to_its_end() -> None:
     ],
     ids=["close", "http-1.0", "chunked", "over-64-KiB"],
 )
-def test_a_connection_not_read_to_its_end_is_closed(answer: bytes) -> None:
+@POSTERS
+def test_a_connection_not_read_to_its_end_is_closed(answer: bytes, poster: Poster) -> None:
     async def test(url: str, server: Server) -> None:
-        lean = LeanPoster(url, "ua", MAX_ANSWER_BYTES)
+        lean = poster(url, "ua", MAX_ANSWER_BYTES)
         assert await lean.post(b"{}", HEADERS, 10) == 200
         assert await lean.post(b"{}", HEADERS, 10) == 200
         await lean.aclose()
@@ -116,22 +146,24 @@ def test_a_connection_not_read_to_its_end_is_closed(answer: bytes) -> None:
     serve(lambda n: answer, test)
 
 
-def test_a_compressed_answer_is_not_inflated() -> None:
+@POSTERS
+def test_a_compressed_answer_is_not_inflated(poster: Poster) -> None:
     gzip = b"HTTP/1.1 201 Created\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nnope"
 
     async def test(url: str, server: Server) -> None:
-        lean = LeanPoster(url, "ua", MAX_ANSWER_BYTES)
+        lean = poster(url, "ua", MAX_ANSWER_BYTES)
         assert await lean.post(b"{}", HEADERS, 10) == 201  # not gzip: inflating would fail
         await lean.aclose()
 
     serve(lambda n: gzip, test)
 
 
-def test_an_informational_answer_is_skipped() -> None:
+@POSTERS
+def test_an_informational_answer_is_skipped(poster: Poster) -> None:
     answer = b"HTTP/1.1 100 Continue\r\n\r\n" + OK
 
     async def test(url: str, server: Server) -> None:
-        lean = LeanPoster(url, "ua", MAX_ANSWER_BYTES)
+        lean = poster(url, "ua", MAX_ANSWER_BYTES)
         assert await lean.post(b"{}", HEADERS, 10) == 200
         await lean.aclose()
 
@@ -156,11 +188,17 @@ def test_a_broken_answer_is_a_webhook_error(answer: bytes, kind: str) -> None:
             await sink._exchange(b"{}", HEADERS)
         assert caught.value.kind == kind
         await sink.aclose()
+        stream = StreamPoster(url, "ua", MAX_ANSWER_BYTES)
+        with pytest.raises(Exception) as by_stream:  # the readable form fails alike
+            await stream.post(b"{}", HEADERS, 10)
+        await stream.aclose()
+        assert caught.value.args[0].endswith(str(by_stream.value))
 
     serve(lambda n: answer, test)
 
 
-def test_a_connection_the_receiver_closed_while_idle_is_not_used_again() -> None:
+@POSTERS
+def test_a_connection_the_receiver_closed_while_idle_is_not_used_again(poster: Poster) -> None:
     # The first answer says nothing about closing, then the server closes the connection.
     answers: dict[int, bytes] = {1: OK}
 
@@ -182,11 +220,11 @@ def test_a_connection_the_receiver_closed_while_idle_is_not_used_again() -> None
         server = Closing(lambda n: answers.get(n, OK))
         listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
         port = listener.sockets[0].getsockname()[1]
-        lean = LeanPoster(f"http://127.0.0.1:{port}/", "ua", MAX_ANSWER_BYTES)
+        lean = poster(f"http://127.0.0.1:{port}/", "ua", MAX_ANSWER_BYTES)
         try:
             assert await lean.post(b"{}", HEADERS, 10) == 200
             for _ in range(100):  # until the loop has seen the close
-                if lean._idle and lean._idle[0].reader.at_eof():
+                if lean._idle and _at_eof(lean._idle[0]):
                     break
                 await asyncio.sleep(0)
             assert await lean.post(b"{}", HEADERS, 10) == 200
@@ -196,6 +234,11 @@ def test_a_connection_the_receiver_closed_while_idle_is_not_used_again() -> None
             listener.close()
 
     asyncio.run(main())
+
+
+def _at_eof(idle: Any) -> bool:
+    """Whether an idle connection of either poster has seen the receiver's close."""
+    return bool(idle.at_eof() if hasattr(idle, "at_eof") else idle.reader.at_eof())
 
 
 def test_the_sink_uses_httpx_only_for_a_transport_or_user_info() -> None:
@@ -250,7 +293,8 @@ def _self_signed(tmp_path: Any) -> tuple[str, str]:
     return str(cert_path), str(key_path)
 
 
-def test_tls_is_verified_and_offers_http_1_1(tmp_path: Any) -> None:
+@POSTERS
+def test_tls_is_verified_and_offers_http_1_1(tmp_path: Any, poster: Poster) -> None:
     import ssl
 
     cert, key = _self_signed(tmp_path)
@@ -274,7 +318,7 @@ def test_tls_is_verified_and_offers_http_1_1(tmp_path: Any) -> None:
                 await sink._exchange(b"{}", HEADERS)  # a certificate no CA vouches for
             assert caught.value.kind == "unreachable"
             await sink.aclose()
-            lean = LeanPoster(url, "ua", MAX_ANSWER_BYTES)
+            lean = poster(url, "ua", MAX_ANSWER_BYTES)
             assert lean._ssl is not None
             lean._ssl.load_verify_locations(cert)  # now trusted: the exchange goes through
             assert await lean.post(b"{}", HEADERS, 10) == 200
