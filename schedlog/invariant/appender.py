@@ -124,6 +124,7 @@ class LogAppender:
         session_id: str | None = None,
         fold_schedule: bool = True,
         dir_fd: int | None = None,
+        entry_durable: bool = True,
     ) -> LogAppender:
         """Open (creating if missing) the log at ``path`` for append.
 
@@ -145,6 +146,11 @@ class LogAppender:
         log that is not a regular file raises
         :class:`~schedlog.invariant.log_open.UnsafeLogError` (``session_log_not_regular``), and
         the file is left alone.
+
+        ``entry_durable=False`` says that the log's directory entry is not known to be durable
+        (a log this process created whose directory ``fsync`` failed or was never reached): the
+        log is then :attr:`directory_pending` as a new one is, and its first barrier fsyncs the
+        directory.
         """
         name = os.fspath(path)
         entry = os.path.basename(name) if dir_fd is not None else name
@@ -177,7 +183,7 @@ class LogAppender:
             event_count=len(contents.events),
             delivered=delivered,
             size=log_size,
-            created=created,
+            created=created or not entry_durable,
             schedule_folded=fold_schedule,
             events=contents.events,
             dir_fd=dir_fd,
@@ -348,8 +354,16 @@ class LogAppender:
 
     # --- durability -------------------------------------------------------------------------
 
-    def flush(self) -> bool:
-        """The durability barrier: return True once every appended line is ``fsync``ed.
+    def flush(self, *, directory: bool = True) -> bool:
+        """The durability barrier: return True once every appended line is ``fsync``ed, and,
+        for a log created by :meth:`open`, its directory entry too (one ``fsync`` of the
+        directory, at the first barrier).
+
+        ``directory=False`` fsyncs the file only and leaves a new log's entry pending
+        (:attr:`directory_pending`): the caller makes the entries of many new logs durable
+        with one ``fsync`` of their directory, then calls :meth:`directory_synced` on each,
+        and acknowledges nothing written to them before that (the batched delivery of
+        schedlog.host.batch; docs/decisions.md "One directory fsync per batched run").
 
         Returns False when the log is closed. Raises ``OSError`` when ``fsync`` fails; that
         failure is sticky (later barriers fail too), because after a failed ``fsync`` the
@@ -362,7 +376,7 @@ class LogAppender:
         crashpoint("eventlog.before_barrier")
         try:
             os.fsync(self._fd)
-            if self._dir_pending:
+            if self._dir_pending and directory:
                 fsync_directory(os.path.dirname(self.path))
                 self._dir_pending = False
         except OSError as exc:
@@ -370,6 +384,18 @@ class LogAppender:
             raise
         self._synced_size = self._size
         return True
+
+    @property
+    def directory_pending(self) -> bool:
+        """True while this log's directory entry is not known to be durable: it was created
+        by :meth:`open` (or re-opened with ``directory_synced=False``) and no barrier has
+        fsynced its directory since."""
+        return self._dir_pending
+
+    def directory_synced(self) -> None:
+        """Record that the log's directory was ``fsync``ed (successfully) after the log was
+        created: its entry is durable, so no barrier fsyncs the directory for it again."""
+        self._dir_pending = False
 
     @property
     def synced(self) -> bool:
