@@ -1,5 +1,6 @@
 """SIGKILL inside a batched delivery on the pool (schedlog/host/batch.py): after some sessions'
-appends, between the appends and the commit, inside the commit, mid-line and before a barrier.
+appends, between the new logs' file fsyncs and their directory's, between the appends and the
+commit, inside the commit, mid-line and before a barrier.
 
 The crash matrix (tests/reliability/test_crash_matrix.py) kills small passes, which stay on the
 event loop; this burst is over 12 sessions, so the sessions run on the pool in parallel when the
@@ -78,6 +79,7 @@ def _members(root: Path) -> list[tuple[str, str]]:
         "batch.after_session@1",
         "batch.after_session@7",
         "batch.before_commit",
+        "sessions.before_directory_fsync",
         "sqlite_store.in_transaction",
         "eventlog.before_barrier@4",
         "eventlog.mid_line@9",
