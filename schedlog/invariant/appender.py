@@ -108,6 +108,9 @@ class LogAppender:
         self.schedule_folded = schedule_folded
         self.event_count = event_count
         self._delivered = delivered
+        #: Follow-ups written or caught up since ``delivered`` was last read, in log order: their
+        #: members are added on the next read (most logs a burst creates are never read again).
+        self._unread: list[LogEvent] = []
         self._fd: int | None = fd
         self._size = size
         self._synced_size: int | None = None  # the length the last fsync that succeeded covered
@@ -193,6 +196,12 @@ class LogAppender:
 
     @property
     def delivered(self) -> Mapping[Member, str]:
+        unread, self._unread = self._unread, []
+        for event in unread:
+            followup = parse_followup(event.data)
+            if followup is not None:
+                for member in followup.reminders:
+                    self._delivered.setdefault(member, followup.message_id)
         return self._delivered
 
     def append(self, event: Mapping[str, Any]) -> LogEvent:
@@ -270,13 +279,11 @@ class LogAppender:
         return apply_event(state, logged)
 
     def _took(self, logged: LogEvent) -> None:
-        """Count a written event; a follow-up's members are delivered now."""
+        """Count a written event; a follow-up's members are delivered now (read into
+        :attr:`delivered` when it is next read)."""
         self.event_count += 1
         if logged.type == FOLLOWUP_TYPE:
-            followup = parse_followup(logged.data)
-            if followup is not None:
-                for member in followup.reminders:
-                    self._delivered.setdefault(member, followup.message_id)
+            self._unread.append(logged)
 
     def catch_up(self) -> list[LogEvent] | None:
         """The events another writer appended since this log last wrote or looked, seen by the
@@ -324,12 +331,7 @@ class LogAppender:
             index += 1
             offset += len(raw)
         self.state, self.event_count, self._size = state, index, offset
-        for event in events:
-            if event.type == FOLLOWUP_TYPE:
-                followup = parse_followup(event.data)
-                if followup is not None:
-                    for member in followup.reminders:
-                        self._delivered.setdefault(member, followup.message_id)
+        self._unread.extend(event for event in events if event.type == FOLLOWUP_TYPE)
         return events
 
     def append_change(self, change: Change) -> LogEvent:
