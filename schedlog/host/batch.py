@@ -464,7 +464,7 @@ def collector_paused() -> Iterator[None]:
     each run's plans and lines live long enough to be promoted to the oldest generation, so
     the collector traversed the whole pass's heap again every few runs: a third of the host's
     CPU time in a pass of 100,000 (docs/decisions.md "One directory fsync per batched run").
-    These objects hold no reference cycles; reference counting frees them."""
+    Almost none of these objects is in a reference cycle: reference counting frees them."""
     enabled = gc.isenabled()
     gc.disable()
     try:
