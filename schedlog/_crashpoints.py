@@ -37,6 +37,8 @@ NAMES: Final = frozenset(
         # schedlog/host/batch.py
         "batch.after_session",  # one session's follow-ups appended and fsynced (per session)
         "batch.before_commit",  # every session of the batch durable, its commit not begun
+        # schedlog/host/sessions.py
+        "sessions.before_directory_fsync",  # a batched run's new logs fsynced, their directory not
         # schedlog/host/webhook_commit.py
         "webhook.before_commit",  # acknowledged webhook groups, their group commit not begun
         "webhook.after_commit",  # their group commit durable, not yet indexed or reported

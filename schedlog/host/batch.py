@@ -36,7 +36,9 @@ shared store and webhook delivery keep the one-group path.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+import gc
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
@@ -48,7 +50,7 @@ from schedlog.host.changes import TaskChange
 from schedlog.host.core import MSG_BARRIER, HostCore, _Plan
 from schedlog.host.delivery import Delivered, Group, GroupFailed, commit_member
 from schedlog.host.due import LocalTimerIndex
-from schedlog.host.sessions import SessionHandle
+from schedlog.host.sessions import SessionHandle, SyncsEntries
 from schedlog.host.stores.base import StoredTask, TaskStore, WritesFromAnyThread
 from schedlog.host.task import Task
 
@@ -65,6 +67,7 @@ __all__ = [
     "Staged",
     "batchable",
     "chunks",
+    "collector_paused",
     "member_commits",
 ]
 
@@ -159,12 +162,13 @@ class DueSnapshot:
 
 class _Session(NamedTuple):
     """One session's part of a run: its planned groups, the outcomes already known (nothing to
-    send, or a failure before the append), and the append's failure."""
+    send, or a failure before the append), the append's failure, and its log."""
 
     session_id: str
     plans: list[_Plan]
     outcomes: dict[int, Outcome]
     error: BaseException | None
+    handle: SessionHandle | None = None
 
 
 class _Ran(NamedTuple):
@@ -333,13 +337,15 @@ class BatchDelivery:
         """A run's sessions (in parallel on the pool when ``threaded``), each planned,
         appended and made durable. Failures are outcomes, never raised."""
         self._touch(list(by_session))
-        if not threaded:
-            return [self._session(sid, g, get) for sid, g in by_session.items()]
-        futures = [
-            self._pool.submit(self._session, sid, session_groups, get)
-            for sid, session_groups in by_session.items()
-        ]
-        return [future.result() for future in futures]
+        if threaded:
+            futures = [
+                self._pool.submit(self._session, sid, session_groups, get)
+                for sid, session_groups in by_session.items()
+            ]
+            sessions = [future.result() for future in futures]
+        else:
+            sessions = [self._session(sid, g, get) for sid, g in by_session.items()]
+        return self._sync_entries(sessions)  # new logs' directory entries durable too
 
     def _close(self, sessions: list[_Session]) -> _Ran:
         """A run after its sessions: the outcomes known, then the one store transaction of
@@ -364,6 +370,21 @@ class BatchDelivery:
                 outcomes[id(plan.group)] = GroupFailed(_planned_ids(plan), exc)
             return _Ran(outcomes, durable, None, delivered_at)
         return _Ran(outcomes, durable, commits, delivered_at)
+
+    def _sync_entries(self, sessions: list[_Session]) -> list[_Session]:
+        """The run's new logs made durable in their directory, one ``fsync`` per directory
+        for all of them (their files were fsynced each on its own: :meth:`_send`), before
+        anything of theirs is committed; if it fails, their sessions fail."""
+        controller = self.core.sessions
+        if not isinstance(controller, SyncsEntries):
+            return sessions
+        written = [s for s in sessions if s.error is None and s.handle is not None]
+        try:
+            controller.sync_entries([s.handle for s in written if s.handle is not None])
+        except Exception as exc:
+            pending = {s.session_id for s in written if getattr(s.handle, "directory_pending", 0)}
+            return [s._replace(error=exc) if s.session_id in pending else s for s in sessions]
+        return sessions
 
     def _touch(self, session_ids: list[str]) -> None:
         """The legacy warnings of sessions seen for the first time, one after another."""
@@ -394,14 +415,19 @@ class BatchDelivery:
             core.sessions.discard(session_id)
             failed: dict[int, Outcome] = {id(g): GroupFailed(g.ids, exc) for g in groups}
             return session._replace(plans=[], outcomes=failed)
-        return session._replace(error=self._send(session_id, handle, session.plans))
+        error = self._send(session_id, handle, session.plans)
+        return session._replace(error=error, handle=handle)
 
     # Extension points of a batched claimed delivery (schedlog/host/batch_claims.py).
 
     def _send(
         self, session_id: str, handle: SessionHandle, plans: list[_Plan]
     ) -> BaseException | None:
-        """Append a session's follow-ups and make them durable; the failure, if any."""
+        """Append a session's follow-ups and make them durable (a new log's directory entry:
+        by :meth:`_sync_entries`, for the whole run); the failure, if any."""
+        controller = self.core.sessions
+        if isinstance(controller, SyncsEntries):
+            return _append(handle, plans, controller.flush_file)
         return _append(handle, plans)
 
     def _commit(self, plans: list[_Plan], delivered_at: int) -> list[list[tuple[StoredTask, Task]]]:
@@ -423,9 +449,13 @@ def _planned_ids(plan: _Plan) -> tuple[str, ...]:
     return tuple(i for i in plan.group.ids if i in planned)
 
 
-def _append(handle: SessionHandle, plans: list[_Plan]) -> BaseException | None:
-    """Append the follow-ups of ``plans`` in order, then one barrier. Returns the failure, if
-    any, instead of raising it."""
+def _append(
+    handle: SessionHandle,
+    plans: list[_Plan],
+    barrier: Callable[[SessionHandle], bool] | None = None,
+) -> BaseException | None:
+    """Append the follow-ups of ``plans`` in order, then one barrier (``barrier(handle)``,
+    else ``handle.flush()``). Returns the failure, if any, instead of raising it."""
     try:
         events = [plan.outgoing.event for plan in plans if plan.outgoing is not None]
         if events:
@@ -439,7 +469,7 @@ def _append(handle: SessionHandle, plans: list[_Plan]) -> BaseException | None:
             else:
                 for event in events:
                     handle.append(event)
-            if not handle.flush():
+            if not (handle.flush() if barrier is None else barrier(handle)):
                 raise ScheduleError("internal_error", MSG_BARRIER)
         crashpoint("batch.after_session")
     except Exception as exc:
@@ -475,6 +505,25 @@ def member_commits(
         for plan in plans
     ]
     return commits, [task for pairs in commits for _, task in pairs]
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused around a batched drive pass, and enabled again after
+    it (also on a failure or a cancellation) when it was enabled before.
+
+    A pass of many due tasks holds their decoded rows, groups and outcomes until it ends, and
+    each run's plans and lines live long enough to be promoted to the oldest generation, so
+    the collector traversed the whole pass's heap again every few runs: a third of the host's
+    CPU time in a pass of 100,000 (docs/decisions.md "One directory fsync per batched run").
+    Almost none of these objects is in a reference cycle: reference counting frees them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def burst_summary(sent: Sequence[Delivered]) -> None:

@@ -25,6 +25,7 @@ from schedlog.host.batch import (
     Staged,
     burst_summary,
     chunks,
+    collector_paused,
 )
 from schedlog.host.changes import TaskChange
 from schedlog.host.core import HostCore, Outgoing
@@ -160,6 +161,20 @@ class DrivePasses:
         )
 
     async def drive(
+        self,
+        excluded: Iterable[str] = (),
+        due: Sequence[StoredTask] | None = None,
+        *,
+        wait: bool = True,
+    ) -> tuple[list[Delivered], set[str]]:
+        """:meth:`_drive_pass`; a batched one with the cyclic garbage collector paused
+        (:func:`~schedlog.host.batch.collector_paused`)."""
+        if self._batch is None:
+            return await self._drive_pass(excluded, due, wait=wait)
+        with collector_paused():
+            return await self._drive_pass(excluded, due, wait=wait)
+
+    async def _drive_pass(
         self,
         excluded: Iterable[str] = (),
         due: Sequence[StoredTask] | None = None,

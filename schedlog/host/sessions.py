@@ -13,10 +13,11 @@ import resource
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
+from schedlog._crashpoints import crashpoint
 from schedlog.errors import ScheduleError
 from schedlog.eventlog.followups import Member
 from schedlog.eventlog.reader import read_log_fd
@@ -32,6 +33,7 @@ __all__ = [
     "SessionIdTooLong",
     "SessionsDirectory",
     "SessionsPathError",
+    "SyncsEntries",
     "check_sessions_path",
     "default_max_open",
     "encode_session_id",
@@ -94,6 +96,24 @@ class SessionHandle(Protocol):
         ...
 
 
+@runtime_checkable
+class SyncsEntries(Protocol):
+    """A controller whose new logs' directory entries can be made durable together: a batched
+    run fsyncs each log's file with :meth:`flush_file`, then every new log's directory once
+    with :meth:`sync_entries`, before it commits any of their deliveries
+    (docs/decisions.md "One directory fsync per batched run")."""
+
+    def flush_file(self, handle: SessionHandle) -> bool:
+        """``handle``'s barrier without its directory entry (left pending); as ``flush``."""
+        ...
+
+    def sync_entries(self, handles: Sequence[SessionHandle]) -> None:
+        """Make the directory entries of the new logs among ``handles`` durable: one ``fsync``
+        of each directory holding one. Raises ``OSError`` when one fails (those stay
+        pending)."""
+        ...
+
+
 class SessionController(Protocol):
     """Where the host finds sessions (restoring cold ones)."""
 
@@ -142,6 +162,10 @@ class SessionsDirectory:
     number of descriptors. A closed log is re-opened (re-read) when its session is resolved
     again. Every delivery ends with the barrier, so closing one loses nothing. :meth:`close`
     closes them all.
+
+    A log created here whose directory entry was not made durable when its handle went (a
+    failed or deferred directory ``fsync``: :class:`SyncsEntries`) is remembered, so its
+    re-opened handle fsyncs the directory again at its first barrier.
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, max_open: int | None = None) -> None:
@@ -151,6 +175,9 @@ class SessionsDirectory:
             raise ValueError(f"max_open must be at least 1, not {self.max_open}")
         self._open: OrderedDict[str, LogAppender] = OrderedDict()
         self._dir_fd: int | None = None
+        #: Sessions whose log was created here and whose handle went while its directory entry
+        #: was still pending; cleared by a directory fsync (:meth:`sync_entries`).
+        self._unsynced: set[str] = set()
         #: Batched delivery resolves sessions on several threads: the directory descriptor and
         #: the set of open logs change under this lock.
         self._lock = threading.RLock()
@@ -188,23 +215,54 @@ class SessionsDirectory:
             if log is not None:
                 del self._open[session_id]
             while len(self._open) >= self.max_open:  # the least recently resolved goes
-                _, oldest = self._open.popitem(last=False)
-                oldest.close()
+                self._close(*self._open.popitem(last=False))
             dir_fd = self._directory_fd()
             # Only line-level validity: the host never folds a session's legacy schedule events
             # to deliver into it; unreadable ones only earn a warning
             # (docs/protocol.md#legacy-events).
             log = LogAppender.open(
-                self.path_of(session_id), session_id=session_id, fold_schedule=False, dir_fd=dir_fd
+                self.path_of(session_id),
+                session_id=session_id,
+                fold_schedule=False,
+                dir_fd=dir_fd,
+                entry_durable=session_id not in self._unsynced,
             )
+            self._unsynced.discard(session_id)  # the handle carries it now
             self._open[session_id] = log
         return log
+
+    def _close(self, session_id: str, log: LogAppender) -> None:
+        if log.directory_pending:
+            self._unsynced.add(session_id)
+        log.close()
 
     def discard(self, session_id: str) -> None:
         with self._lock:
             log = self._open.pop(session_id, None)
             if log is not None:
-                log.close()
+                self._close(session_id, log)
+
+    def flush_file(self, handle: SessionHandle) -> bool:
+        if not isinstance(handle, LogAppender):
+            return handle.flush()
+        return handle.flush(directory=False)
+
+    def sync_entries(self, handles: Sequence[SessionHandle]) -> None:
+        """One ``fsync`` of the sessions directory when a log among ``handles`` has its
+        directory entry pending; then those entries, and those of logs created here whose
+        handles went before (their session's next handle would fsync again), are durable."""
+        pending = [h for h in handles if isinstance(h, LogAppender) and h.directory_pending]
+        if not pending:
+            return
+        with self._lock:
+            dir_fd = self._directory_fd()
+            before = set(self._unsynced)
+        crashpoint("sessions.before_directory_fsync")
+        os.fsync(dir_fd)
+        for log in pending:
+            log.directory_synced()
+        with self._lock:
+            self._unsynced -= before
 
     def legacy_reminders(self, session_id: str) -> int:
         try:

@@ -117,8 +117,9 @@ class LogAppender:
         self.state = state
         self.schedule_folded = schedule_folded
         self.event_count = event_count
-        # None until first asked for: then found in ``events`` (the owned suffix), and the
-        # follow-ups written or read in since (``_later``) added.
+        # None until first asked for: then found in ``events`` (the owned suffix). The
+        # follow-ups written or read in since (``_later``) are added on each read (most logs a
+        # burst creates are never read again).
         self._delivered = delivered
         self._later: list[LogEvent] = []
         self._fd: int | None = fd
@@ -138,6 +139,7 @@ class LogAppender:
         fold_schedule: bool = True,
         dir_fd: int | None = None,
         split: Split | None = None,
+        entry_durable: bool = True,
     ) -> LogAppender:
         """Open (creating if missing) the log at ``path`` for append.
 
@@ -163,6 +165,11 @@ class LogAppender:
         ``split`` (the CLI's ``session batch`` only: a library open never forks) checks a long
         log's second half in another process (:func:`schedlog.invariant.fastopen.read_for_open`);
         the open is the same, and returns once the whole log is checked.
+
+        ``entry_durable=False`` says that the log's directory entry is not known to be durable
+        (a log this process created whose directory ``fsync`` failed or was never reached): the
+        log is then :attr:`directory_pending` as a new one is, and its first barrier fsyncs the
+        directory.
         """
         name = os.fspath(path)
         entry = os.path.basename(name) if dir_fd is not None else name
@@ -193,7 +200,7 @@ class LogAppender:
             event_count=len(contents.events),
             delivered=None,  # found in the events when first asked for
             size=log_size,
-            created=created,
+            created=created or not entry_durable,
             schedule_folded=fold_schedule,
             events=contents.events,
             dir_fd=dir_fd,
@@ -211,18 +218,15 @@ class LogAppender:
         delivered = self._delivered
         if delivered is None:
             seed = self.header.seed_length
-            delivered = delivered_members(self.events_at_open, seed_length=seed)
-            for event in self._later:
-                _add_members(delivered, event)
-            self._delivered, self._later = delivered, []
+            delivered = self._delivered = delivered_members(self.events_at_open, seed_length=seed)
+        later, self._later = self._later, []
+        for event in later:
+            _add_members(delivered, event)
         return delivered
 
     def _followup_in(self, event: LogEvent) -> None:
         """A follow-up written or read in after the open: its members are delivered."""
-        if self._delivered is None:
-            self._later.append(event)
-        else:
-            _add_members(self._delivered, event)
+        self._later.append(event)  # read into :attr:`delivered` when it is next read
 
     def append(self, event: Mapping[str, Any]) -> LogEvent:
         """Append one event object as a compact line; returns it as read back.
@@ -299,7 +303,8 @@ class LogAppender:
         return apply_event(state, logged)
 
     def _took(self, logged: LogEvent) -> None:
-        """Count a written event; a follow-up's members are delivered now."""
+        """Count a written event; a follow-up's members are delivered now (read into
+        :attr:`delivered` when it is next read)."""
         self.event_count += 1
         if logged.type == FOLLOWUP_TYPE:
             self._followup_in(logged)
@@ -377,8 +382,16 @@ class LogAppender:
 
     # --- durability -------------------------------------------------------------------------
 
-    def flush(self) -> bool:
-        """The durability barrier: return True once every appended line is ``fsync``ed.
+    def flush(self, *, directory: bool = True) -> bool:
+        """The durability barrier: return True once every appended line is ``fsync``ed, and,
+        for a log created by :meth:`open`, its directory entry too (one ``fsync`` of the
+        directory, at the first barrier).
+
+        ``directory=False`` fsyncs the file only and leaves a new log's entry pending
+        (:attr:`directory_pending`): the caller makes the entries of many new logs durable
+        with one ``fsync`` of their directory, then calls :meth:`directory_synced` on each,
+        and acknowledges nothing written to them before that (the batched delivery of
+        schedlog.host.batch; docs/decisions.md "One directory fsync per batched run").
 
         Returns False when the log is closed. Raises ``OSError`` when ``fsync`` fails; that
         failure is sticky (later barriers fail too), because after a failed ``fsync`` the
@@ -391,7 +404,7 @@ class LogAppender:
         crashpoint("eventlog.before_barrier")
         try:
             os.fsync(self._fd)
-            if self._dir_pending:
+            if self._dir_pending and directory:
                 fsync_directory(os.path.dirname(self.path))
                 self._dir_pending = False
         except OSError as exc:
@@ -399,6 +412,18 @@ class LogAppender:
             raise
         self._synced_size = self._size
         return True
+
+    @property
+    def directory_pending(self) -> bool:
+        """True while this log's directory entry is not known to be durable: it was created
+        by :meth:`open` (or re-opened with ``directory_synced=False``) and no barrier has
+        fsynced its directory since."""
+        return self._dir_pending
+
+    def directory_synced(self) -> None:
+        """Record that the log's directory was ``fsync``ed (successfully) after the log was
+        created: its entry is durable, so no barrier fsyncs the directory for it again."""
+        self._dir_pending = False
 
     @property
     def synced(self) -> bool:

@@ -274,6 +274,31 @@ def test_flush_fsyncs_the_file_and_once_the_new_directory(
     assert log.flush() is False  # closed: a negative barrier result
 
 
+def test_a_deferred_directory_fsync_leaves_the_entry_pending_until_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = FsyncCounter()
+    monkeypatch.setattr(os, "fsync", counter)
+    with LogAppender.open(tmp_path / "s.jsonl", session_id="s-1") as log:
+        assert log.directory_pending
+        log.append(chatter())
+        assert log.flush(directory=False) is True
+        assert len(counter.calls) == 1 and log.directory_pending and not log.synced
+        assert log.flush() is True  # a plain barrier fsyncs the directory it left
+        assert len(counter.calls) == 3 and not log.directory_pending and log.synced
+    with LogAppender.open(tmp_path / "t.jsonl", session_id="s-2") as log:
+        log.flush(directory=False)
+        log.directory_synced()  # the caller fsynced the directory
+        assert not log.directory_pending and log.synced
+        log.flush()
+        assert len(counter.calls) == 5  # two file fsyncs, no directory one
+    # An existing log whose entry is not known to be durable is a new one's equal.
+    with LogAppender.open(tmp_path / "t.jsonl", entry_durable=False) as log:
+        assert log.directory_pending
+        log.flush()
+        assert len(counter.calls) == 7 and not log.directory_pending
+
+
 def test_existing_log_does_not_fsync_the_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,5 +1,6 @@
 """SIGKILL inside a batched delivery on the pool (schedlog/host/batch.py): after some sessions'
-appends, between the appends and the commit, inside the commit, mid-line and before a barrier.
+appends, between the new logs' file fsyncs and their directory's, between the appends and the
+commit, inside the commit, mid-line and before a barrier.
 
 The crash matrix (tests/reliability/test_crash_matrix.py) kills small passes, which stay on the
 event loop; this burst is over 16 sessions, so the sessions run on the pool in parallel when the
@@ -86,6 +87,7 @@ def _members(root: Path) -> list[tuple[str, str]]:
         ("batch.after_session@1", 1_000),
         ("batch.after_session@7", 1_000),
         ("batch.before_commit", 1_000),
+        ("sessions.before_directory_fsync", 1_000),
         ("sqlite_store.in_transaction", 1_000),
         ("eventlog.before_barrier@4", 1_000),
         ("eventlog.mid_line@9", 1_000),
@@ -94,6 +96,7 @@ def _members(root: Path) -> list[tuple[str, str]]:
         ("sqlite_store.in_transaction", TWO_RUNS),
         ("batch.after_session@11", TWO_RUNS),
         ("batch.before_commit@2", TWO_RUNS),
+        ("sessions.before_directory_fsync@2", TWO_RUNS),
         ("eventlog.mid_line@45", TWO_RUNS),
     ],
 )
