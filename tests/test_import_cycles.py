@@ -149,7 +149,8 @@ TIERS: Final[tuple[frozenset[str], ...]] = tuple(
     frozenset("schedlog" if name == "__init__" else f"schedlog.{name}" for name in tier.split())
     for tier in (
         # leaves: they import nothing of the package
-        "_crashpoints _lazy about absent clock errors files protocols strictjson tool_args",
+        "_crashpoints _lazy about absent clock collector errors files protocols strictjson"
+        " tool_args",
         "_version",  # the package version: about only
         "rules",
         "framing tool_schemas",  # the framing texts and the tool schemas: rules only

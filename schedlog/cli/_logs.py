@@ -30,6 +30,7 @@ import msgspec
 
 from schedlog.cli._split import fork_map, fork_split, split_available, usable_cores
 from schedlog.cli.common import parse_request_instant, wants_json, write_json_line
+from schedlog.collector import collector_paused
 from schedlog.eventlog.errors import CorruptLogError
 from schedlog.eventlog.reader import LogContents
 from schedlog.eventlog.reader import read_log as _read_log
@@ -114,13 +115,8 @@ def check_session_log(
     process (:mod:`schedlog.cli._split`), unless ``split`` is False. With ``rendered``, a fast
     check also keeps the JSON form of the active records (:attr:`LogCheck.rendered`).
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return _check(path, read_log, split and split_available(), rendered)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _check(path: str, read_log: LogReader | None, split: bool, rendered: bool) -> LogCheck:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import gc
 import sys
 import time
 from typing import Any, BinaryIO, TextIO
@@ -28,6 +27,7 @@ from schedlog.cli._logs import (
     wants_json,
 )
 from schedlog.cli.common import InvalidRequest, write_json_line
+from schedlog.collector import collector_paused
 from schedlog.protocols import SESSION_LOCAL
 from schedlog.rules.instants import format_instant, format_instants, is_representable
 from schedlog.rules.record import Record
@@ -51,18 +51,13 @@ def cmd_replay(args: argparse.Namespace, read_log: LogReader | None) -> int:
     if wants_json(args, out):
         # The result is acyclic and all of it is kept until written: the cyclic collector
         # would only traverse it again and again while a long active set is built.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             buffer = _utf8_buffer(out)
             if buffer is not None and at is None and check.rendered is not None and check.ok:
                 out.flush()
                 _write_line(buffer, replay_bytes(check))
             else:
                 write_json_bytes(replay_report(check, at), out)
-        finally:
-            if was_enabled:
-                gc.enable()
         return 0 if check.ok else 1
     if not check.ok:
         out.write(f"{check.path}: corrupt: {human_failure(check)}\n")

@@ -129,15 +129,12 @@ def register(
         # collections of the checks never walk it; the imports run without the collector,
         # which would only walk it again and again (docs/decisions.md, "validate DIR: a small
         # log's report from its summary").
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        from schedlog.collector import collector_paused
+
+        with collector_paused():
             from schedlog.cli._logs import cmd_validate
 
             gc.freeze()
-        finally:
-            if was_enabled:
-                gc.enable()
         try:
             return cmd_validate(args, validate_store, _reader())
         finally:

@@ -36,9 +36,7 @@ shared store and webhook delivery keep the one-group path.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
@@ -67,7 +65,6 @@ __all__ = [
     "Staged",
     "batchable",
     "chunks",
-    "collector_paused",
     "member_commits",
 ]
 
@@ -505,25 +502,6 @@ def member_commits(
         for plan in plans
     ]
     return commits, [task for pairs in commits for _, task in pairs]
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused around a batched drive pass, and enabled again after
-    it (also on a failure or a cancellation) when it was enabled before.
-
-    A pass of many due tasks holds their decoded rows, groups and outcomes until it ends, and
-    each run's plans and lines live long enough to be promoted to the oldest generation, so
-    the collector traversed the whole pass's heap again every few runs: a third of the host's
-    CPU time in a pass of 100,000 (docs/decisions.md "One directory fsync per batched run").
-    Almost none of these objects is in a reference cycle: reference counting frees them."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def burst_summary(sent: Sequence[Delivered]) -> None:

@@ -17,7 +17,6 @@ calls the strategy.
 from __future__ import annotations
 
 import contextlib
-import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from itertools import islice
@@ -27,6 +26,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 import sortedcontainers
 from sortedcontainers import SortedList
 
+from schedlog.collector import collector_paused
 from schedlog.errors import ScheduleError
 from schedlog.host.delivery import Group, GroupFailed
 from schedlog.host.stores.base import ClaimingStore, StoredTask, TaskStore
@@ -381,13 +381,8 @@ def timer_index(keys: list[tuple[int, int, str]]) -> SortedList[tuple[int, int, 
     and the last key of each), without the second sort it would make.
     ``tests/host/test_task_typed.py`` holds the two equal, internals and ``_check()`` included.
     """
-    enabled = gc.isenabled()
-    gc.disable()  # a million keys and lists, none of them in a cycle: no collection passes
-    try:
+    with collector_paused():  # a million keys and lists, none of them in a cycle
         return _timer_index(keys)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _timer_index(keys: list[tuple[int, int, str]]) -> SortedList[tuple[int, int, str]]:

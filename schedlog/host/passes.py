@@ -16,6 +16,7 @@ from typing import Final, cast
 import structlog
 
 from schedlog.clock import MAX_WAIT_MS, Clock
+from schedlog.collector import collector_paused
 from schedlog.diagnostics import failure_fields
 from schedlog.host.batch import (
     REPORT_SLICE,
@@ -25,7 +26,6 @@ from schedlog.host.batch import (
     Staged,
     burst_summary,
     chunks,
-    collector_paused,
 )
 from schedlog.host.changes import TaskChange
 from schedlog.host.core import HostCore, Outgoing
@@ -168,7 +168,11 @@ class DrivePasses:
         wait: bool = True,
     ) -> tuple[list[Delivered], set[str]]:
         """:meth:`_drive_pass`; a batched one with the cyclic garbage collector paused
-        (:func:`~schedlog.host.batch.collector_paused`)."""
+        (:func:`~schedlog.collector.collector_paused`). A pass of many due tasks holds their
+        decoded rows, groups and outcomes until it ends, and each run's plans and lines live
+        long enough to be promoted to the oldest generation, so the collector traversed the
+        whole pass's heap again every few runs: a third of the host's CPU time in a pass of
+        100,000 (docs/decisions.md "One directory fsync per batched run")."""
         if self._batch is None:
             return await self._drive_pass(excluded, due, wait=wait)
         with collector_paused():

@@ -13,11 +13,11 @@ outbox is always in the log.
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from schedlog.collector import collector_paused
 from schedlog.errors import CorruptScheduleError
 from schedlog.eventlog import build_followup
 from schedlog.eventlog.events import LogEvent
@@ -103,16 +103,14 @@ class FileSession:
         # The open builds one acyclic value per event, all of which survive: the cyclic
         # collector is paused meanwhile, or it would traverse them again and again (a third of
         # the open of a 200,000-event log; docs/decisions.md, "Opening a session").
-        was_enabled = gc.isenabled()
-        gc.disable()
         try:
-            log = LogAppender.open(self.path, session_id=self._new_session_id, split=self._split)
+            with collector_paused():
+                log = LogAppender.open(
+                    self.path, session_id=self._new_session_id, split=self._split
+                )
         except (OSError, CorruptScheduleError, ValueError) as exc:
             self._open_error = exc
             return False
-        finally:
-            if was_enabled:
-                gc.enable()
         self._log, self._open_error = log, None
         # The open read them: no second read. The events an open's fast path read are built
         # on first use (docs/decisions.md, "Opening a session: events built on first use").

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from schedlog.host.batch import collector_paused
+from schedlog.collector import collector_paused
 from schedlog.host.service import HostService
 from schedlog.host.sessions import SessionsDirectory
 from schedlog.host.stores.sqlite import SqliteTaskStore

@@ -20,7 +20,6 @@ once (:class:`~schedlog.host.due.LocalTimerIndex` is built from them).
 
 from __future__ import annotations
 
-import gc
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -30,6 +29,7 @@ from typing import Final
 import msgspec
 
 from schedlog._crashpoints import crashpoint
+from schedlog.collector import collector_paused
 from schedlog.errors import StoreOpenError
 from schedlog.host.stores.base import StoredTask
 from schedlog.host.task import InvalidTaskError, decode_task
@@ -185,13 +185,8 @@ def load_rows(
     """
     if tasks is not None:
         return _reference(conn.execute(_ROWS), pausable, tasks, targets)
-    enabled = gc.isenabled()
-    gc.disable()  # millions of rows and keys, none of them in a cycle: no collection passes
-    try:
+    with collector_paused():  # millions of rows and keys, none of them in a cycle
         count, keys = _fast_rows(conn, pausable, cancel)
-    finally:
-        if enabled:
-            gc.enable()
     if targets is not None:
         targets += keys
     return count
