@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks.burst import Hosts, Side, _logs, _populate_pg, first_started, fresh_store, sides
+from benchmarks.burst import Side, _populate_pg, fresh_store, sides, time_host_start
 from benchmarks.http import _load_avg
 
 
@@ -76,53 +76,11 @@ def time_startup(side: Side, store: str, run_dir: Path, timeout: float) -> dict[
     sessions_dir = run_dir / "sessions"
     sessions_dir.mkdir()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = time_host(side, store, sessions_dir, run_dir, timeout)
+    out = time_host_start(side, store, sessions_dir, run_dir, timeout)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the host is reaped by then
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     out["host_cpu_s"] = round(cpu, 3)
     return out
-
-
-def time_host(
-    side: Side, store: str, sessions_dir: Path, run_dir: Path, timeout: float
-) -> dict[str, Any]:
-    """Seconds from ``Popen`` of one ``host run`` to the first follow-up in a session log and
-    to its ``host.started`` line, whichever comes first (a store opened early delivers its due
-    rows before it has validated the rest and says it started), waiting for both; and the
-    host's CPU seconds when the follow-up was seen (``cpu_to_delivered_s``)."""
-    log = run_dir / "host.log"
-    cmd = side.command("host", "run", "--store", store, "--sessions", str(sessions_dir))
-    started = time.perf_counter()
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [*cmd, "--log-format", "json"], stdin=subprocess.DEVNULL, stderr=err, env=side.env
-        )
-    hosts = Hosts(procs=[proc], logs=[log])
-    ready: float | None = None
-    delivered: float | None = None
-    cpu: float | None = None
-    try:
-        deadline = started + timeout
-        while time.perf_counter() < deadline and hosts.alive():
-            if ready is None and first_started([log]):
-                ready = time.perf_counter() - started
-            if delivered is None and any(
-                b'"message/followup"' in p.read_bytes() for p in _logs(sessions_dir)
-            ):
-                delivered = time.perf_counter() - started
-                cpu = hosts.cpu_s()
-            if ready is not None and delivered is not None:
-                break
-            time.sleep(0.01)
-    finally:
-        codes = hosts.stop()
-    return {
-        "to_started_s": None if ready is None else round(ready, 3),
-        "to_delivered_s": None if delivered is None else round(delivered, 3),
-        "cpu_to_delivered_s": None if cpu is None else round(cpu, 3),
-        "exit_codes": codes,
-        "errors": hosts.errors(),
-    }
 
 
 CPU_PROGRAM: Final = """

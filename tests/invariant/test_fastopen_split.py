@@ -21,24 +21,10 @@ from schedlog.invariant import fastcheck, fastopen
 from schedlog.invariant.chunk_fold import ChunkFold
 from tests.invariant.test_fastcheck import CHUNKS, CREATE, HEAD, mutated_logs, valid_logs
 from tests.invariant.test_fastcheck_lines import BROKEN, reframed_logs
+from tests.invariant.test_fastcheck_split import Work, garbage, nothing, now
 from tests.invariant.test_fastopen import _reference
 
-Work = Callable[[], bytes]
 Split = Callable[[Work], Callable[[], "bytes | None"]]
-
-
-def now(work: Work) -> Callable[[], bytes | None]:
-    result = work()
-    return lambda: result
-
-
-def nothing(work: Work) -> Callable[[], bytes | None]:
-    return lambda: None
-
-
-def garbage(work: Work) -> Callable[[], bytes | None]:
-    work()
-    return lambda: b"\x93\xa1x"
 
 
 def cut_short(work: Work) -> Callable[[], bytes | None]:
