@@ -49,6 +49,7 @@ from schedlog.rules.text import js_dumps
 from schedlog.runtime.clock import VirtualClock
 from tests.host.helpers import T0 as TASKS_T0
 from tests.host.helpers import sha256_files, task
+from tests.host.test_host_run import RUNNER
 from tests.host.test_task_typed import T0, _db, documents, row_lists
 
 MINUTE = 60_000
@@ -434,15 +435,6 @@ def test_a_bad_row_after_the_due_rows(tmp_path: Path) -> None:
 
 
 # --- a crash during the background validation ------------------------------------------------
-
-RUNNER = (
-    "import argparse, sys\n"
-    "from schedlog.cli import host_cmd\n"
-    "p = argparse.ArgumentParser(prog='schedlog')\n"
-    "host_cmd.register(p.add_subparsers(dest='command', required=True))\n"
-    "a = p.parse_args(sys.argv[1:])\n"
-    "sys.exit(a.func(a))\n"
-)
 
 
 def test_a_crash_during_the_background_validation(tmp_path: Path) -> None:
